@@ -1,0 +1,101 @@
+// Reverse-mode autograd, define-by-run as in PyTorch. An op that sees an input with
+// requires_grad (while grad mode is on) records a Node: edges to its inputs' nodes (or to the
+// leaf tensors themselves), and a backward function written beside the op's forward.
+// Tensor::backward() runs the nodes in reverse topological order, accumulates leaf .grad(),
+// and frees the saved tensors unless the graph is retained. Backward runs in no-grad mode.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace lumen {
+
+// An input of a node: the node that produced it, or the leaf it is (exactly one is set).
+// `shape` and `dtype` let the engine check each gradient it receives.
+struct Edge {
+    std::shared_ptr<Node> node;
+    std::shared_ptr<TensorImpl> leaf;
+    Shape shape;
+    DType dtype = kDefaultFloat;
+};
+
+// Gradients for each input, in the order the inputs were recorded; an undefined Tensor means
+// "no gradient" (the input does not need one, or it is zero).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out)>;
+
+class Node {
+  public:
+    Node(std::string name, std::vector<Edge> inputs, BackwardFn backward)
+        : name_(std::move(name)), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+
+    const std::string& name() const { return name_; }
+    const std::vector<Edge>& inputs() const { return inputs_; }
+    // Whether input i needs a gradient (backward functions use it to skip work).
+    bool needs_grad(size_t i) const {
+        return i < inputs_.size() && (inputs_[i].node || inputs_[i].leaf);
+    }
+    std::vector<Tensor> apply(const Tensor& grad_out);
+    void release() { backward_ = nullptr; }  // frees the captured (saved) tensors
+
+  private:
+    std::string name_;
+    std::vector<Edge> inputs_;
+    BackwardFn backward_;
+};
+
+// Grad mode is per thread and on by default.
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+
+// Turns recording off for its scope (optimizer steps, evaluation, backward itself).
+class NoGradGuard {
+  public:
+    NoGradGuard() : previous_(grad_enabled()) { set_grad_enabled(false); }
+    ~NoGradGuard() { set_grad_enabled(previous_); }
+    NoGradGuard(const NoGradGuard&) = delete;
+    NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+  private:
+    bool previous_;
+};
+
+// True when grad mode is on and any defined input requires grad: an op then records a node.
+bool needs_recording(std::initializer_list<Tensor> inputs);
+bool needs_recording(const std::vector<Tensor>& inputs);
+
+// A tensor captured for backward. It keeps a detached alias (so capturing an op's own output
+// makes no reference cycle) and the storage version at capture time; get() throws if an
+// in-place op changed the tensor since, instead of computing a wrong gradient.
+class SavedTensor {
+  public:
+    SavedTensor() = default;
+    explicit SavedTensor(const Tensor& tensor);
+    Tensor get() const;
+    bool defined() const { return tensor_.defined(); }
+
+  private:
+    Tensor tensor_;
+    int64_t version_ = 0;
+};
+
+inline SavedTensor save(const Tensor& tensor) { return SavedTensor(tensor); }
+
+// Records `output = op(inputs...)` if needs_recording(inputs): gives output a grad_fn and
+// requires_grad. `backward` returns one gradient per input (same shape and dtype as it).
+// The lambda must capture tensors only through save(); returns the node or nullptr.
+std::shared_ptr<Node> record_backward(const char* op, const std::vector<Tensor>& inputs,
+                                      const Tensor& output, BackwardFn backward);
+
+// Engine entry point behind Tensor::backward().
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
+
+// Gradients of `outputs` (weighted by `grad_outputs`, default ones for scalars) with respect
+// to `inputs`, returned instead of accumulated into .grad() (torch.autograd.grad).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false);
+
+}  // namespace lumen

@@ -1,0 +1,84 @@
+// The CUDA side of core: device queries, device memory, host<->device copies and fill.
+// Memory is plain cudaMalloc/cudaFree for now; issue #4 replaces it with the caching
+// allocator. Only compiled with LUMEN_CUDA=ON.
+#include <cstdint>
+
+#include "core/cuda/cuda_check.h"
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/storage.h"
+
+namespace lumen {
+
+bool cuda_built() { return true; }
+
+int cuda_device_count() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no device" error
+        return 0;
+    }
+    return count;
+}
+
+namespace cuda {
+
+void* allocate(size_t nbytes, int device) {
+    int count = cuda_device_count();
+    LUMEN_CHECK(device >= 0 && device < count, "cuda", "cannot allocate ", nbytes,
+                " bytes on cuda:", device, ": ", count, " CUDA device(s) visible");
+    LUMEN_CUDA_CHECK(cudaSetDevice(device));
+    void* data = nullptr;
+    cudaError_t status = cudaMalloc(&data, nbytes);
+    if (status != cudaSuccess) {
+        cudaGetLastError();
+        size_t free_bytes = 0, total_bytes = 0;
+        cudaMemGetInfo(&free_bytes, &total_bytes);
+        LUMEN_FAIL("cuda", "out of memory allocating ", nbytes, " bytes on cuda:", device, " (",
+                   free_bytes, " of ", total_bytes, " bytes free): ", cudaGetErrorString(status));
+    }
+    return data;
+}
+
+void free(void* data, int device) {
+    cudaSetDevice(device);
+    cudaFree(data);  // destructors must not throw; a failure here leaves the block leaked
+}
+
+void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+    cudaMemcpyKind kind = dst_device.is_cpu() ? cudaMemcpyDeviceToHost
+                          : src_device.is_cpu() ? cudaMemcpyHostToDevice
+                                                : cudaMemcpyDeviceToDevice;
+    LUMEN_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
+}
+
+template <typename T>
+__global__ void fill_kernel(T* data, int64_t count, T value) {
+    int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i < count; i += int64_t(gridDim.x) * blockDim.x) data[i] = value;
+}
+
+template <typename T>
+void launch_fill(void* data, int64_t count, T value) {
+    int threads = 256;
+    int64_t blocks = (count + threads - 1) / threads;
+    int grid = int(blocks < 65535 ? blocks : 65535);
+    fill_kernel<T><<<grid, threads>>>(static_cast<T*>(data), count, value);
+    LUMEN_CUDA_CHECK_LAUNCH("fill_kernel");
+}
+
+void fill(void* data, DType dtype, int64_t count, double value) {
+    switch (dtype) {
+        case DType::float32: return launch_fill<float>(data, count, float(value));
+        case DType::float64: return launch_fill<double>(data, count, value);
+        case DType::float16: return launch_fill<uint16_t>(data, count, float_to_half(float(value)).bits);
+        case DType::bfloat16: return launch_fill<uint16_t>(data, count, float_to_bf16(float(value)).bits);
+        case DType::int64: return launch_fill<int64_t>(data, count, int64_t(value));
+        case DType::int32: return launch_fill<int32_t>(data, count, int32_t(value));
+        case DType::uint8: return launch_fill<uint8_t>(data, count, uint8_t(value));
+        case DType::bool_: return launch_fill<uint8_t>(data, count, uint8_t(value != 0));
+    }
+}
+
+}  // namespace cuda
+}  // namespace lumen

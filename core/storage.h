@@ -1,0 +1,53 @@
+// Storage: bytes on one device, shared by a tensor and all its views, plus the version
+// counter that in-place ops bump so autograd can detect a saved tensor changed under it.
+// CPU memory is 64-byte aligned; CUDA memory comes from core/cuda's allocator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "core/device.h"
+
+namespace lumen {
+
+class Storage {
+  public:
+    // Allocates nbytes on device (uninitialized).
+    Storage(size_t nbytes, Device device);
+    // Wraps memory owned elsewhere (a memory-mapped file, a caller's buffer): `release` runs
+    // when the last tensor using it goes away.
+    Storage(void* data, size_t nbytes, Device device, std::function<void()> release);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    void* data() const { return data_; }
+    size_t nbytes() const { return nbytes_; }
+    Device device() const { return device_; }
+
+    int64_t version() const { return version_; }
+    void bump_version() { ++version_; }
+
+  private:
+    void* data_ = nullptr;
+    size_t nbytes_ = 0;
+    Device device_;
+    std::function<void()> release_;
+    int64_t version_ = 0;
+};
+
+// Raw allocation entry points used by Storage. Errors name the request size.
+void* cpu_allocate(size_t nbytes);
+void cpu_free(void* data);
+
+namespace cuda {
+// Implemented in core/cuda/allocator.cu; without CUDA they throw [cuda].
+void* allocate(size_t nbytes, int device);
+void free(void* data, int device);
+// Copies nbytes between host and device or device and device (synchronous on the stream).
+void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+}  // namespace cuda
+
+}  // namespace lumen
