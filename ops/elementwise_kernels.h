@@ -1,0 +1,44 @@
+// Internal: the elementwise kernel signatures. One op enum per arity; a kernel switches on the
+// op once, outside its loops. Views may broadcast (stride 0) and be strided.
+#pragma once
+
+#include "core/strided.h"
+
+namespace lumen {
+
+enum class UnaryOp {
+    neg, abs, sign, exp, log, sqrt, rsqrt, square, sin, cos, tanh, sigmoid,
+    relu, gelu, gelu_tanh, silu, elu, softplus, clamp, pow_scalar, logical_not
+};
+
+// Scalar arguments of the parameterized unary ops:
+//   elu: a = alpha; softplus: a = beta, b = threshold; clamp: a = min, b = max (infinities when
+//   absent); pow_scalar: a = exponent.
+struct UnaryParams {
+    double a = 0;
+    double b = 0;
+};
+
+enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge,
+                      logical_and, logical_or };
+
+// Whether the backward of op is cheapest from its output (exp, tanh, sigmoid, sqrt, rsqrt, relu)
+// rather than its input.
+bool unary_backward_uses_output(UnaryOp op);
+
+namespace cpu {
+// y = op(x); x and y have the same shape (x may be strided), same dtype except logical_not.
+void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x, const StridedView& y);
+// grad_x = grad_out * op'(x), with `saved` = x or y (unary_backward_uses_output); all three
+// contiguous and of the same shape and floating dtype.
+void unary_backward(UnaryOp op, const UnaryParams& params, const StridedView& saved,
+                    const StridedView& grad_out, const StridedView& grad_x);
+// out = a op b; a and b are already broadcast to out's shape and converted to the compute
+// dtype; out has that dtype (bool for comparisons and logical ops).
+void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b, const StridedView& out);
+// out = condition ? a : b, all broadcast to out's shape; a, b and out share a dtype.
+void where_forward(const StridedView& condition, const StridedView& a, const StridedView& b,
+                   const StridedView& out);
+}  // namespace cpu
+
+}  // namespace lumen

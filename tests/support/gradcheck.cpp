@@ -1,0 +1,121 @@
+// Test helpers; see gradcheck.h.
+#include "support/gradcheck.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace lumen::testing {
+
+Tensor random_input(const Shape& shape, uint64_t seed, double low, double high) {
+    Generator generator(seed);
+    return add(mul(rand(shape, DType::float64, &generator), high - low), low);
+}
+
+Tensor noncontiguous(const Tensor& x) {
+    NoGradGuard no_grad;
+    if (x.ndim() >= 2) {
+        // Store the last two dims swapped, then view them back: same values, transposed strides.
+        Tensor stored = x.transpose(-1, -2).contiguous();
+        return stored.transpose(-1, -2);
+    }
+    Shape doubled = x.shape();
+    if (doubled.empty()) return x.clone();
+    doubled[0] *= 2;
+    Tensor wide = zeros(doubled, x.dtype());
+    Tensor every_other = wide.slice(0, 0, doubled[0], 2);
+    every_other.copy_(x);
+    return every_other;
+}
+
+void require_close(const Tensor& got, const std::vector<double>& want, double rtol, double atol) {
+    std::vector<double> values = got.to_vector<double>();
+    REQUIRE(values.size() == want.size());
+    double worst = 0;
+    size_t worst_at = 0;
+    bool ok = true;
+    for (size_t i = 0; i < values.size(); ++i) {
+        double error = std::abs(values[i] - want[i]);
+        bool nan_mismatch = std::isnan(values[i]) != std::isnan(want[i]);
+        if (nan_mismatch || error > atol + rtol * std::abs(want[i])) {
+            if (ok || error > worst) {
+                worst = error;
+                worst_at = i;
+            }
+            ok = false;
+        }
+    }
+    if (!ok) {
+        std::ostringstream os;
+        os << "element " << worst_at << ": got " << values[worst_at] << ", want " << want[worst_at]
+           << " (abs error " << worst << ", rtol " << rtol << ", atol " << atol << ")";
+        FAIL(os.str());
+    }
+}
+
+void require_close(const Tensor& got, const Tensor& want, double rtol, double atol) {
+    INFO("shapes: got " << Shape(got.shape()) << ", want " << Shape(want.shape()));
+    REQUIRE(got.shape() == want.shape());
+    require_close(got, want.to_vector<double>(), rtol, atol);
+}
+
+void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
+               const GradcheckOptions& options) {
+    std::vector<Tensor> leaves;
+    std::vector<size_t> floating;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        Tensor leaf = inputs[i].detach();
+        if (leaf.is_floating_point()) {
+            REQUIRE(leaf.dtype() == DType::float64);
+            leaf.requires_grad_(true);
+            floating.push_back(i);
+        }
+        leaves.push_back(leaf);
+    }
+    Tensor probe = f(leaves);
+    Generator generator(12345);
+    Tensor weight = sub(mul(rand(probe.shape(), DType::float64, &generator), 2.0), 1.0);
+    auto loss_of = [&](const std::vector<Tensor>& in) { return sum(mul(f(in), weight)); };
+
+    std::vector<Tensor> wrt;
+    for (size_t i : floating) wrt.push_back(leaves[i]);
+    std::vector<Tensor> analytic = grad({loss_of(leaves)}, wrt);
+
+    NoGradGuard no_grad;
+    for (size_t k = 0; k < floating.size(); ++k) {
+        Tensor x = leaves[floating[k]];
+        Tensor numeric = zeros(x.shape(), DType::float64);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+            // Perturb element i in place through a flat index into x's own strides.
+            int64_t offset = 0, rest = i;
+            for (int64_t d = x.ndim() - 1; d >= 0; --d) {
+                offset += (rest % x.shape()[d]) * x.strides()[d];
+                rest /= x.shape()[d];
+            }
+            double* element = static_cast<double*>(x.data_ptr()) + offset;
+            double saved = *element;
+            *element = saved + options.eps;
+            double plus = loss_of(leaves).item<double>();
+            *element = saved - options.eps;
+            double minus = loss_of(leaves).item<double>();
+            *element = saved;
+            static_cast<double*>(numeric.data_ptr())[i] = (plus - minus) / (2 * options.eps);
+        }
+        INFO("gradient of input " << floating[k] << " (shape " << Shape(x.shape()) << ")");
+        Tensor got = analytic[k].defined() ? analytic[k] : zeros(x.shape(), DType::float64);
+        require_close(got, numeric, options.rtol, options.atol);
+    }
+}
+
+void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments) {
+    try {
+        body();
+    } catch (const Error& e) {
+        std::string message = e.what();
+        INFO("message: " << message);
+        for (const std::string& fragment : fragments) CHECK(message.find(fragment) != std::string::npos);
+        return;
+    }
+    FAIL("expected lumen::Error containing " << fragments[0]);
+}
+
+}  // namespace lumen::testing

@@ -1,0 +1,48 @@
+// Test helpers: float64 central-difference gradient checks, closeness assertions, and inputs
+// that are deliberately non-contiguous. A new op's test uses these in a few lines:
+//   gradcheck([](const std::vector<Tensor>& in) { return exp(in[0]); }, {random_input({3, 4})});
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lumen/lumen.h"
+
+namespace lumen::testing {
+
+// A float64 tensor with entries uniform in [low, high), fixed by `seed`.
+Tensor random_input(const Shape& shape, uint64_t seed = 1, double low = -1.0, double high = 1.0);
+
+// The same values as `x` in a tensor whose memory is laid out differently (its last two dims
+// are stored transposed, or every other element is skipped for 1-D), so is_contiguous() is
+// false. Use it to test that ops honour strides.
+Tensor noncontiguous(const Tensor& x);
+
+// REQUIREs that got and want have the same shape and |got - want| <= atol + rtol |want|
+// elementwise; on failure reports the worst element and its index.
+void require_close(const Tensor& got, const Tensor& want, double rtol = 1e-5, double atol = 1e-8);
+void require_close(const Tensor& got, const std::vector<double>& want, double rtol = 1e-5,
+                   double atol = 1e-8);
+
+struct GradcheckOptions {
+    double eps = 1e-6;   // central-difference step
+    double rtol = 1e-5;  // |analytic - numeric| <= atol + rtol |numeric|
+    double atol = 1e-7;
+};
+
+// Checks the analytic gradients of f with respect to every floating input against central
+// differences of loss = sum(f(inputs) * w) for a fixed random w. Inputs must be float64 CPU
+// tensors; they are made leaves with requires_grad (non-floating inputs are left alone).
+// Non-contiguous inputs stay non-contiguous.
+using Function = std::function<Tensor(const std::vector<Tensor>&)>;
+void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
+               const GradcheckOptions& options = {});
+
+// REQUIREs that calling `body` throws lumen::Error whose message contains every fragment
+// (e.g. the op name in brackets and the offending shape).
+void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments);
+
+}  // namespace lumen::testing
