@@ -1,6 +1,7 @@
-// Matrix products with PyTorch semantics. CPU GEMM is Eigen's (OpenMP inside); transposed or
-// otherwise strided operands are passed to the GEMM as they are whenever one of their two
-// matrix strides is 1, so q @ k.transpose(-2, -1) copies nothing.
+// Matrix products with PyTorch semantics. CPU GEMM is Eigen's kernel run single-threaded on
+// panels that lumen splits across OpenMP threads; transposed or otherwise strided operands are
+// passed to the GEMM as they are whenever one of their two matrix strides is 1, so
+// q @ k.transpose(-2, -1) copies nothing.
 #pragma once
 
 #include "core/tensor.h"
