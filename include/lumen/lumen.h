@@ -7,5 +7,6 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "core/safetensors.h"
 #include "core/tensor.h"
 #include "ops/ops.h"

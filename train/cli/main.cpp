@@ -1,4 +1,101 @@
-// The `lumen` command line (placeholder until the CLI helper lands check-vectors).
+// The `lumen` command line: subcommands parse their flags here and call the library or the
+// runner (check_vectors.h). This is the one place that catches lumen::Error: it prints
+// "error: <message>" to stderr and exits with status 1.
+#include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
-int main() { std::cout << "lumen\n"; return 0; }
+#include "core/device.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "train/cli/check_vectors.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+constexpr const char* kUsage =
+    "usage: lumen <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  check-vectors PATH... [--device cpu|cuda]\n"
+    "                 run oracle vectors (*.safetensors files, or directories searched\n"
+    "                 recursively) and compare outputs and gradients with their tolerances;\n"
+    "                 exits non-zero if any fails or none is found\n"
+    "  info           version, build options, CUDA devices and CPU threads\n"
+    "  --help, -h     this message\n";
+
+bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
+
+int run_info(const std::vector<std::string>& args) {
+    for (const std::string& arg : args) {
+        if (is_help(arg)) {
+            std::cout << "usage: lumen info\n";
+            return 0;
+        }
+        LUMEN_FAIL("lumen", "unknown argument '", arg, "' for 'info'");
+    }
+#ifdef _OPENMP
+    const char* openmp = "on";
+#else
+    const char* openmp = "off";
+#endif
+    std::cout << "lumen " << kVersion << "\n"
+              << "build: CUDA " << (lumen::cuda_built() ? "on" : "off") << ", OpenMP " << openmp
+              << "\n"
+              << "CUDA devices: " << lumen::cuda_device_count() << "\n"
+              << "OpenMP threads: " << lumen::get_num_threads() << "\n";
+    return 0;
+}
+
+int run_check_vectors(const std::vector<std::string>& args) {
+    std::vector<std::string> paths;
+    lumen::Device device = lumen::Device::cpu();
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (is_help(arg)) {
+            std::cout << "usage: lumen check-vectors PATH... [--device cpu|cuda]\n";
+            return 0;
+        }
+        if (arg == "--device" || arg.rfind("--device=", 0) == 0) {
+            bool inline_value = arg != "--device";
+            LUMEN_CHECK(inline_value || i + 1 < args.size(), "lumen",
+                        "--device needs a value (cpu or cuda)");
+            device = lumen::Device::parse(inline_value ? arg.substr(9) : args[++i]);
+        } else if (arg.size() > 1 && arg[0] == '-') {
+            LUMEN_FAIL("lumen", "unknown option '", arg, "' for 'check-vectors'");
+        } else {
+            paths.push_back(arg);
+        }
+    }
+    LUMEN_CHECK(!paths.empty(), "lumen", "check-vectors needs a file or directory PATH");
+    lumen::cli::CheckSummary summary = lumen::cli::check_vectors(paths, device, std::cout);
+    return summary.failed > 0 ? 1 : 0;
+}
+
+int run(const std::vector<std::string>& args) {
+    LUMEN_CHECK(!args.empty(), "lumen", "missing command; run 'lumen --help'");
+    const std::string& command = args[0];
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (is_help(command) || command == "help") {
+        std::cout << kUsage;
+        return 0;
+    }
+    if (command == "check-vectors") return run_check_vectors(rest);
+    if (command == "info") return run_info(rest);
+    LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const lumen::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+    } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+    }
+    return 1;
+}

@@ -1,0 +1,195 @@
+// The conformance runner (train/cli/check_vectors.h) on vectors written here: a passing op,
+// wrong outputs and gradients, parameters, an unknown module, bad config and broken files.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "core/safetensors.h"
+#include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
+#include "train/cli/op_vectors.h"
+
+namespace fs = std::filesystem;
+using namespace lumen;
+using namespace lumen::cli;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    explicit TempDir(const std::string& tag) {
+        path = fs::temp_directory_path() / ("lumen_test_" + tag + "_" + std::to_string(::getpid()));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() { fs::remove_all(path); }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// A relu vector computed by hand: y = max(x, 0), grad = dout where x > 0.
+std::map<std::string, Tensor> relu_tensors() {
+    return {{"in.input", tensor({-1.5, 2.0, 0.5, -3.0}, {2, 2})},
+            {"out.y", tensor({0.0, 2.0, 0.5, 0.0}, {2, 2})},
+            {"dout.y", tensor({0.25, -1.0, 3.0, 7.0}, {2, 2})},
+            {"grad.in.input", tensor({0.0, -1.0, 3.0, 0.0}, {2, 2})}};
+}
+
+std::map<std::string, std::string> metadata(const std::string& module,
+                                            const std::string& config = "{}") {
+    return {{"module", module},
+            {"config", config},
+            {"rtol", "0.0001"},
+            {"atol", "1e-05"},
+            {"note", ""}};
+}
+
+VectorResult run_one(const std::string& path) {
+    return check_vector_file(path, fs::path(path).filename().string(), Device::cpu());
+}
+
+bool contains(const std::string& text, const std::string& fragment) {
+    return text.find(fragment) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("check-vectors: a correct relu vector passes", "[io][check_vectors]") {
+    TempDir dir("cv_pass");
+    save_safetensors(dir.file("relu.safetensors"), relu_tensors(), metadata("op.relu"));
+    VectorResult result = run_one(dir.file("relu.safetensors"));
+    INFO(result.reason);
+    REQUIRE(result.passed);
+    REQUIRE(result.module == "op.relu");
+    REQUIRE(result.max_abs <= 1e-6);
+    REQUIRE(contains(format_result(result), "PASS  relu.safetensors  module=op.relu  max_abs="));
+
+    std::ostringstream out;
+    CheckSummary summary = check_vectors({dir.path.string()}, Device::cpu(), out);
+    REQUIRE(summary.passed == 1);
+    REQUIRE(summary.failed == 0);
+    REQUIRE(contains(out.str(), "PASS  relu.safetensors  module=op.relu"));
+    REQUIRE(contains(out.str(), "1 passed, 0 failed"));
+}
+
+TEST_CASE("check-vectors: wrong outputs and gradients fail naming the tensor",
+          "[io][check_vectors]") {
+    TempDir dir("cv_wrong");
+    auto tensors = relu_tensors();
+    tensors["out.y"] = tensor({0.0, 2.0, 0.5, 0.1}, {2, 2});
+    save_safetensors(dir.file("bad_out.safetensors"), tensors, metadata("op.relu"));
+    VectorResult result = run_one(dir.file("bad_out.safetensors"));
+    REQUIRE_FALSE(result.passed);
+    INFO(result.reason);
+    REQUIRE(contains(result.reason, "out.y: max_abs=1.00e-01 at [1, 1] (got 0, want 0.1"));
+
+    tensors = relu_tensors();
+    tensors["grad.in.input"] = tensor({0.0, -1.0, 2.0, 0.0}, {2, 2});
+    save_safetensors(dir.file("bad_grad.safetensors"), tensors, metadata("op.relu"));
+    result = run_one(dir.file("bad_grad.safetensors"));
+    REQUIRE_FALSE(result.passed);
+    INFO(result.reason);
+    REQUIRE(contains(result.reason, "grad.in.input: max_abs=1.00e+00 at [1, 0]"));
+
+    tensors = relu_tensors();
+    tensors["out.z"] = tensors["out.y"];
+    save_safetensors(dir.file("extra_out.safetensors"), tensors, metadata("op.relu"));
+    result = run_one(dir.file("extra_out.safetensors"));
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "the adapter returned no output 'z'"));
+
+    std::ostringstream out;
+    CheckSummary summary = check_vectors({dir.path.string()}, Device::cpu(), out);
+    REQUIRE(summary.failed == 3);
+    REQUIRE(contains(out.str(), "FAIL  bad_grad.safetensors  module=op.relu  grad.in.input"));
+    REQUIRE(contains(out.str(), "0 passed, 3 failed"));
+}
+
+TEST_CASE("check-vectors: an unknown module is a failure, never a skip", "[io][check_vectors]") {
+    TempDir dir("cv_unknown");
+    save_safetensors(dir.file("foo.safetensors"), relu_tensors(), metadata("op.foo"));
+    VectorResult result = run_one(dir.file("foo.safetensors"));
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(result.reason == "unknown module 'op.foo'");
+    REQUIRE(format_result(result) ==
+            "FAIL  foo.safetensors  module=op.foo  unknown module 'op.foo'");
+}
+
+TEST_CASE("check-vectors: unsupported config keys and unused inputs fail", "[io][check_vectors]") {
+    TempDir dir("cv_config");
+    save_safetensors(dir.file("key.safetensors"), relu_tensors(),
+                     metadata("op.relu", "{\"foo\": 1}"));
+    VectorResult result = run_one(dir.file("key.safetensors"));
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "[op.relu] unsupported config key 'foo'"));
+
+    save_safetensors(dir.file("json.safetensors"), relu_tensors(), metadata("op.relu", "{dim"));
+    result = run_one(dir.file("json.safetensors"));
+    REQUIRE(contains(result.reason, "metadata 'config' is not valid JSON"));
+
+    auto tensors = relu_tensors();
+    tensors["in.other"] = ones({1});
+    save_safetensors(dir.file("input.safetensors"), tensors, metadata("op.relu"));
+    result = run_one(dir.file("input.safetensors"));
+    REQUIRE(contains(result.reason, "input 'in.other' that this adapter does not take"));
+
+    tensors = relu_tensors();
+    tensors["weird"] = ones({1});
+    save_safetensors(dir.file("name.safetensors"), tensors, metadata("op.relu"));
+    result = run_one(dir.file("name.safetensors"));
+    REQUIRE(contains(result.reason, "unexpected tensor 'weird'"));
+}
+
+TEST_CASE("check-vectors: parameters are leaves whose gradients are compared",
+          "[io][check_vectors]") {
+    // y = input * weight (broadcast over rows): grad.p.weight = sum over rows of dout * input.
+    if (find_vector_adapter("test.scale") == nullptr) {
+        register_vector_adapter("test.scale", [](VectorCall& call) {
+            return TensorMap{{"y", mul(call.input("input"), call.params.at("weight"))}};
+        });
+    }
+    TempDir dir("cv_param");
+    std::map<std::string, Tensor> tensors = {{"in.input", tensor({1, 2, 3, 4}, {2, 2})},
+                                             {"p.weight", tensor({0.5, -2}, {2})},
+                                             {"out.y", tensor({0.5, -4, 1.5, -8}, {2, 2})},
+                                             {"dout.y", tensor({1, 1, 2, 0}, {2, 2})},
+                                             {"grad.p.weight", tensor({7, 2}, {2})}};
+    save_safetensors(dir.file("scale.safetensors"), tensors, metadata("test.scale"));
+    VectorResult result = run_one(dir.file("scale.safetensors"));
+    INFO(result.reason);
+    REQUIRE(result.passed);
+
+    tensors["grad.p.weight"] = tensor({7, 3}, {2});
+    save_safetensors(dir.file("scale_bad.safetensors"), tensors, metadata("test.scale"));
+    result = run_one(dir.file("scale_bad.safetensors"));
+    REQUIRE(contains(result.reason, "grad.p.weight: max_abs=1.00e+00 at [1]"));
+}
+
+TEST_CASE("check-vectors: unreadable files fail with the loader's message", "[io][check_vectors]") {
+    TempDir dir("cv_corrupt");
+    save_safetensors(dir.file("a_good.safetensors"), relu_tensors(), metadata("op.relu"));
+    // The 8-byte length field reads as a huge header length.
+    std::ofstream(dir.file("b_corrupt.safetensors"), std::ios::binary)
+        << std::string("\x10\0\0\0garbage", 11);
+    std::ostringstream out;
+    CheckSummary summary = check_vectors({dir.path.string()}, Device::cpu(), out);
+    REQUIRE(summary.passed == 1);
+    REQUIRE(summary.failed == 1);
+    INFO(out.str());
+    REQUIRE(contains(out.str(), "FAIL  b_corrupt.safetensors  module=?  [safetensors] "));
+    REQUIRE(contains(out.str(), "runs past the end of the file"));
+    // Lines come in sorted order.
+    REQUIRE(out.str().find("a_good") < out.str().find("b_corrupt"));
+}
+
+TEST_CASE("check-vectors: missing paths and empty directories are errors", "[io][check_vectors]") {
+    TempDir dir("cv_empty");
+    std::ostringstream out;
+    lumen::testing::require_error([&] { check_vectors({dir.path.string()}, Device::cpu(), out); },
+                                  {"[check-vectors]", "no *.safetensors vectors found"});
+    std::string missing = dir.file("nope");
+    lumen::testing::require_error([&] { check_vectors({missing}, Device::cpu(), out); },
+                                  {"[check-vectors]", "no such file or directory", missing});
+}
