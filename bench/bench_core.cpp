@@ -1,0 +1,136 @@
+// bench_core: throughput of lumen's core CPU ops on the workloads bench/torch_core.py runs in
+// PyTorch: SGEMM at n = 256..2048, out-of-place float32 add of 16M elements, softmax over
+// (4096, 1024). Checks results against naive loops first, then warms up and reports the median
+// of several repeats as one JSON object per line (bench/run.sh compares the two).
+// Usage: bench_core [--threads N] [--repeats R]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lumen/lumen.h"
+
+using namespace lumen;
+
+namespace {
+
+double seconds_of(const std::function<void()>& body) {
+    auto start = std::chrono::steady_clock::now();
+    body();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Median seconds of `repeats` runs after `warmup` untimed ones.
+double median_seconds(const std::function<void()>& body, int warmup, int repeats) {
+    for (int i = 0; i < warmup; ++i) body();
+    std::vector<double> times;
+    for (int i = 0; i < repeats; ++i) times.push_back(seconds_of(body));
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+void report(const std::string& name, const char* unit, double value, double seconds) {
+    std::printf("{\"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"ms\": %.4f}\n",
+                name.c_str(), unit, value, seconds * 1e3);
+    std::fflush(stdout);
+}
+
+// Largest |got - want| / (1 + |want|) between a float32 GEMM and a double triple loop.
+double gemm_error(int64_t n, int64_t k, int64_t m) {
+    Generator generator(1);
+    Tensor a = rand({n, k}, DType::float32, &generator);
+    Tensor b = rand({k, m}, DType::float32, &generator);
+    std::vector<double> got = matmul(a, b).to_vector<double>();
+    std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>();
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+            double want = 0;
+            for (int64_t p = 0; p < k; ++p) want += av[size_t(i * k + p)] * bv[size_t(p * m + j)];
+            double error = std::abs(got[size_t(i * m + j)] - want) / (1 + std::abs(want));
+            worst = std::max(worst, error);
+        }
+    return worst;
+}
+
+// Checks add and softmax against plain loops on small inputs; returns an empty string or
+// what went wrong.
+std::string check_correctness() {
+    double gemm = std::max(gemm_error(67, 45, 31), gemm_error(130, 257, 70));
+    if (gemm > 1e-5) return "matmul differs from the naive loop by " + std::to_string(gemm);
+    Generator generator(2);
+    Tensor x = randn({37, 53}, DType::float32, &generator);
+    Tensor y = randn({37, 53}, DType::float32, &generator);
+    std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>();
+    std::vector<double> sums = add(x, y).to_vector<double>();
+    std::vector<double> probabilities = softmax(x, -1).to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i)
+        if (std::abs(sums[i] - (xs[i] + ys[i])) > 1e-6)
+            return "add is wrong at " + std::to_string(i);
+    for (size_t row = 0; row < 37; ++row) {
+        double top = *std::max_element(xs.begin() + row * 53, xs.begin() + row * 53 + 53);
+        double total = 0;
+        for (size_t j = 0; j < 53; ++j) total += std::exp(xs[row * 53 + j] - top);
+        for (size_t j = 0; j < 53; ++j) {
+            double want = std::exp(xs[row * 53 + j] - top) / total;
+            if (std::abs(probabilities[row * 53 + j] - want) > 1e-6)
+                return "softmax is wrong in row " + std::to_string(row);
+        }
+    }
+    return "";
+}
+
+void bench_sgemm(int repeats) {
+    for (int64_t n : {256, 512, 1024, 2048}) {
+        Generator generator(3);
+        Tensor a = rand({n, n}, DType::float32, &generator);
+        Tensor b = rand({n, n}, DType::float32, &generator);
+        double seconds = median_seconds([&] { matmul(a, b); }, n >= 2048 ? 1 : 3,
+                                        n >= 2048 ? std::max(3, repeats / 2) : repeats);
+        report("sgemm n=" + std::to_string(n), "GFLOP/s", 2.0 * double(n * n * n) / seconds / 1e9,
+               seconds);
+    }
+}
+
+void bench_add(int repeats) {
+    int64_t n = int64_t(1) << 24;
+    Tensor a = rand({n}, DType::float32), b = rand({n}, DType::float32);
+    double seconds = median_seconds([&] { add(a, b); }, 3, repeats);
+    // Two reads and one write of n float32 values.
+    report("add 16M float32", "GB/s", 3.0 * 4.0 * double(n) / seconds / 1e9, seconds);
+}
+
+void bench_softmax(int repeats) {
+    Tensor x = randn({4096, 1024}, DType::float32);
+    double seconds = median_seconds([&] { softmax(x, -1); }, 3, repeats);
+    // One read and one write of every element (the minimum traffic).
+    report("softmax (4096, 1024) float32", "GB/s", 2.0 * 4.0 * double(x.numel()) / seconds / 1e9,
+           seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int threads = get_num_threads(), repeats = 7;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+        if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::max(1, std::atoi(argv[i + 1]));
+    }
+    set_num_threads(threads);
+    NoGradGuard no_grad;
+    std::string problem = check_correctness();
+    if (!problem.empty()) {
+        std::fprintf(stderr, "bench_core: correctness check failed: %s\n", problem.c_str());
+        return 1;
+    }
+    std::printf("# lumen bench_core, %d threads, median of %d repeats\n", get_num_threads(),
+                repeats);
+    bench_sgemm(repeats);
+    bench_add(repeats);
+    bench_softmax(repeats);
+    return 0;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""The workloads of bench/bench_core.cpp in PyTorch, printed in the same JSON-lines format:
+SGEMM at n = 256..2048, out-of-place float32 add of 16M elements, softmax over (4096, 1024).
+Each figure is the median of several timed repeats after a warm-up.
+Usage: torch_core.py [--threads N] [--repeats R]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--repeats", type=int, default=7)
+    return parser.parse_args()
+
+
+ARGS = parse_args()
+# PyTorch's BLAS (OpenBLAS here) reads its thread count when it loads: set it before import.
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+import torch  # noqa: E402
+
+torch.set_num_threads(ARGS.threads)
+
+
+def median_seconds(body, warmup, repeats):
+    for _ in range(warmup):
+        body()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        body()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def report(name, unit, value, seconds):
+    print(json.dumps({"name": name, "unit": unit, "value": round(value, 3),
+                      "ms": round(seconds * 1e3, 4)}), flush=True)
+
+
+def check_correctness():
+    generator = torch.Generator().manual_seed(1)
+    a = torch.rand(67, 45, generator=generator)
+    b = torch.rand(45, 31, generator=generator)
+    error = (torch.matmul(a, b).double() - a.double() @ b.double()).abs().max().item()
+    if error > 1e-4:
+        sys.exit(f"torch_core: matmul differs from the float64 product by {error}")
+
+
+def main():
+    check_correctness()
+    repeats = ARGS.repeats
+    print(f"# torch {torch.__version__} torch_core, {torch.get_num_threads()} threads, "
+          f"median of {repeats} repeats", flush=True)
+    with torch.no_grad():
+        for n in (256, 512, 1024, 2048):
+            a, b = torch.rand(n, n), torch.rand(n, n)
+            big = n >= 2048
+            seconds = median_seconds(lambda: torch.matmul(a, b), 1 if big else 3,
+                                     max(3, repeats // 2) if big else repeats)
+            report(f"sgemm n={n}", "GFLOP/s", 2.0 * n ** 3 / seconds / 1e9, seconds)
+
+        n = 1 << 24
+        a, b = torch.rand(n), torch.rand(n)
+        seconds = median_seconds(lambda: torch.add(a, b), 3, repeats)
+        report("add 16M float32", "GB/s", 3 * 4 * n / seconds / 1e9, seconds)
+
+        x = torch.randn(4096, 1024)
+        seconds = median_seconds(lambda: torch.softmax(x, -1), 3, repeats)
+        report("softmax (4096, 1024) float32", "GB/s", 2 * 4 * x.numel() / seconds / 1e9, seconds)
+
+
+if __name__ == "__main__":
+    main()
