@@ -161,7 +161,7 @@ Tensor scalar_tensor(double value, DType dtype, Device device) {
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, Shape shape, Device device) {
-    if (shape.empty() && values.size() != 1) shape = {int64_t(values.size())};
+    if (shape.empty()) shape = {int64_t(values.size())};  // like torch.tensor([...])
     LUMEN_CHECK(shape_numel(shape) == int64_t(values.size()), "from_vector", "got ", values.size(),
                 " values for shape ", shape, " (", shape_numel(shape), " elements)");
     Tensor host = empty(shape, dtype_of<T>());

@@ -51,7 +51,8 @@ Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
 bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape,
                   Shape& new_strides) {
     new_strides.assign(new_shape.size(), 0);
-    if (shape_numel(old_shape) == 0) {
+    if (shape_numel(old_shape) == 0 || old_shape.empty()) {
+        // empty and 0-d tensors have no layout to respect
         new_strides = contiguous_strides(new_shape);
         return true;
     }

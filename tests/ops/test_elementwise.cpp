@@ -96,9 +96,10 @@ TEST_CASE("kinked activations have the PyTorch subgradients away from the kink",
     gradcheck([](const std::vector<Tensor>& in) { return abs(in[0]); }, {x});
     gradcheck([](const std::vector<Tensor>& in) { return clamp(in[0], -0.5, 1.0); }, {x});
     // At exactly 0: relu and abs give 0; clamp passes the gradient at the bounds (inclusive).
+    // x = 0: 0 + 0 + 1; x = -0.5: 0 - 1 + 1; x = 1: 1 + 1 + 1.
     Tensor at = tensor({0.0, -0.5, 1.0}, {3}, DType::float64).requires_grad_();
     sum(add(add(relu(at), abs(at)), clamp(at, -0.5, 1.0))).backward();
-    require_close(at.grad(), {0.0, 0.0, 2.0});
+    require_close(at.grad(), {1.0, 0.0, 3.0});
 }
 
 TEST_CASE("binary ops broadcast like NumPy", "[ops][elementwise]") {

@@ -53,7 +53,7 @@ void require_close(const Tensor& got, const std::vector<double>& want, double rt
 }
 
 void require_close(const Tensor& got, const Tensor& want, double rtol, double atol) {
-    INFO("shapes: got " << Shape(got.shape()) << ", want " << Shape(want.shape()));
+    INFO("shapes: got " << detail::cat(got.shape()) << ", want " << detail::cat(want.shape()));
     REQUIRE(got.shape() == want.shape());
     require_close(got, want.to_vector<double>(), rtol, atol);
 }
@@ -100,7 +100,7 @@ void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
             *element = saved;
             static_cast<double*>(numeric.data_ptr())[i] = (plus - minus) / (2 * options.eps);
         }
-        INFO("gradient of input " << floating[k] << " (shape " << Shape(x.shape()) << ")");
+        INFO("gradient of input " << floating[k] << " (shape " << detail::cat(x.shape()) << ")");
         Tensor got = analytic[k].defined() ? analytic[k] : zeros(x.shape(), DType::float64);
         require_close(got, numeric, options.rtol, options.atol);
     }
