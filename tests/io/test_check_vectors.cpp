@@ -14,20 +14,10 @@
 
 namespace fs = std::filesystem;
 using namespace lumen;
+using lumen::testing::TempDir;
 using namespace lumen::cli;
 
 namespace {
-
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& tag) {
-        path = fs::temp_directory_path() / ("lumen_test_" + tag + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // A relu vector computed by hand: y = max(x, 0), grad = dout where x > 0.
 std::map<std::string, Tensor> relu_tensors() {

@@ -12,21 +12,10 @@
 
 namespace fs = std::filesystem;
 using namespace lumen;
+using lumen::testing::TempDir;
 using lumen::testing::require_error;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed when the test ends.
-struct TempDir {
-    fs::path path;
-    explicit TempDir(const std::string& tag) {
-        path = fs::temp_directory_path() / ("lumen_test_" + tag + "_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // Writes a file made of a declared header length, header text and data bytes.
 void write_raw(const std::string& path, uint64_t declared_length, const std::string& header,

@@ -9,13 +9,6 @@ using namespace lumen::testing;
 
 namespace {
 
-// "[2, 3]" (Catch's INFO cannot find lumen's operator<< for std::vector itself).
-std::string text(const Shape& shape) {
-    std::ostringstream os;
-    lumen::operator<<(os, shape);
-    return os.str();
-}
-
 // torch.matmul by definition: 1-D operands get a dim that is dropped again, batch dims
 // broadcast, and each output element is a plain sum over k in double.
 Tensor reference_matmul(Tensor a, Tensor b) {

@@ -17,13 +17,6 @@ using namespace lumen::testing;
 
 namespace {
 
-// Shapes and dim lists as text for INFO (Catch cannot find lumen's operator<< for vectors).
-std::string text(const std::vector<int64_t>& values) {
-    std::ostringstream os;
-    os << values;
-    return os.str();
-}
-
 using Fold = std::function<double(const std::vector<double>&)>;
 
 // The reduction of x over `dims` (all when empty) computed naively in double: the values of

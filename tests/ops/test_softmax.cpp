@@ -14,13 +14,6 @@ using namespace lumen::testing;
 
 namespace {
 
-// Shapes and dim lists as text for INFO (Catch cannot find lumen's operator<< for vectors).
-std::string text(const std::vector<int64_t>& values) {
-    std::ostringstream os;
-    os << values;
-    return os.str();
-}
-
 // softmax (or log_softmax) of x along dim, naively in double on row-major values.
 std::vector<double> reference(const Tensor& x, int64_t dim, bool log) {
     std::vector<double> values = x.to_vector<double>(), out(values.size());

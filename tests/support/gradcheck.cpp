@@ -1,6 +1,8 @@
 // Test helpers; see gradcheck.h.
 #include "support/gradcheck.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -117,5 +119,16 @@ void require_error(const std::function<void()>& body, const std::vector<std::str
     }
     FAIL("expected lumen::Error containing " << fragments[0]);
 }
+
+std::string text(const std::vector<int64_t>& values) { return detail::cat(values); }
+
+TempDir::TempDir(const std::string& tag) {
+    path = std::filesystem::temp_directory_path() /
+           ("lumen_test_" + tag + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path); }
 
 }  // namespace lumen::testing

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -44,5 +45,18 @@ void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
 // REQUIREs that calling `body` throws lumen::Error whose message contains every fragment
 // (e.g. the op name in brackets and the offending shape).
 void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments);
+
+// Shapes and dim lists as text for INFO (Catch cannot find lumen's operator<< for vectors).
+std::string text(const std::vector<int64_t>& values);
+
+// A fresh directory under the system temp dir, removed when the test ends.
+struct TempDir {
+    std::filesystem::path path;
+    explicit TempDir(const std::string& tag);
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 }  // namespace lumen::testing
