@@ -1,8 +1,12 @@
-// Storage lifetime and the CPU allocator (64-byte aligned for AVX-512 loads and cache lines).
+// Storage lifetime and the CPU allocator (64-byte aligned for AVX-512 loads and cache lines,
+// large blocks cached for reuse).
 #include "core/storage.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 
@@ -10,15 +14,91 @@ namespace lumen {
 
 constexpr size_t kCpuAlignment = 64;
 
+namespace {
+
+// Large CPU blocks are cached instead of returned to the C library: glibc gives allocations of
+// many megabytes straight back to the kernel, so every new activation would page-fault its way
+// in again (at 16M floats that costs more than the op itself). Blocks of at least kCacheMin
+// bytes are rounded up to a size class (four classes per power of two, <= 25% slack) and freed
+// blocks wait in a free list per class, up to a total of LUMEN_CPU_CACHE_MB (default 2048).
+constexpr size_t kCacheMin = size_t(1) << 18;
+
+size_t size_class(size_t nbytes) {
+    if (nbytes < kCacheMin) return (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    size_t power = size_t(1) << (63 - __builtin_clzll(nbytes - 1));  // largest 2^k < nbytes
+    size_t quarter = power / 4;
+    return (nbytes + quarter - 1) / quarter * quarter;
+}
+
+struct CpuCache {
+    std::mutex mutex;
+    std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
+    size_t cached_bytes = 0;
+    size_t limit = [] {
+        const char* text = std::getenv("LUMEN_CPU_CACHE_MB");
+        return (text ? size_t(std::strtoull(text, nullptr, 10)) : size_t(2048)) << 20;
+    }();
+
+    void release_all() {
+        std::lock_guard lock(mutex);
+        for (auto& [size, blocks] : free_blocks)
+            for (void* block : blocks) std::free(block);
+        free_blocks.clear();
+        cached_bytes = 0;
+    }
+};
+
+CpuCache& cpu_cache() {
+    static CpuCache* cache = new CpuCache();  // never destroyed: storages may outlive statics
+    return *cache;
+}
+
+}  // namespace
+
 void* cpu_allocate(size_t nbytes) {
     if (nbytes == 0) return nullptr;
-    size_t rounded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    size_t rounded = size_class(nbytes);
+    if (rounded >= kCacheMin) {
+        CpuCache& cache = cpu_cache();
+        std::lock_guard lock(cache.mutex);
+        auto found = cache.free_blocks.find(rounded);
+        if (found != cache.free_blocks.end() && !found->second.empty()) {
+            void* block = found->second.back();
+            found->second.pop_back();
+            cache.cached_bytes -= rounded;
+            return block;
+        }
+    }
     void* data = std::aligned_alloc(kCpuAlignment, rounded);
+    if (data == nullptr) {  // give the cache back and try once more
+        cpu_empty_cache();
+        data = std::aligned_alloc(kCpuAlignment, rounded);
+    }
     LUMEN_CHECK(data != nullptr, "allocator", "out of CPU memory allocating ", nbytes, " bytes");
     return data;
 }
 
-void cpu_free(void* data) { std::free(data); }
+void cpu_free(void* data, size_t nbytes) {
+    if (data == nullptr) return;
+    size_t rounded = size_class(nbytes);
+    if (rounded >= kCacheMin) {
+        CpuCache& cache = cpu_cache();
+        std::lock_guard lock(cache.mutex);
+        if (cache.cached_bytes + rounded <= cache.limit) {
+            cache.free_blocks[rounded].push_back(data);
+            cache.cached_bytes += rounded;
+            return;
+        }
+    }
+    std::free(data);
+}
+
+void cpu_empty_cache() { cpu_cache().release_all(); }
+
+size_t cpu_cached_bytes() {
+    std::lock_guard lock(cpu_cache().mutex);
+    return cpu_cache().cached_bytes;
+}
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
     if (device.is_cpu()) {
@@ -35,7 +115,7 @@ Storage::~Storage() {
     if (release_) {
         release_();
     } else if (device_.is_cpu()) {
-        cpu_free(data_);
+        cpu_free(data_, nbytes_);
     } else if (data_) {
         cuda::free(data_, device_.index);
     }

@@ -38,9 +38,14 @@ class Storage {
     int64_t version_ = 0;
 };
 
-// Raw allocation entry points used by Storage. Errors name the request size.
+// Raw allocation entry points used by Storage. Errors name the request size. Blocks of 256 KiB
+// and more are kept in a cache for reuse (at most LUMEN_CPU_CACHE_MB, default 2048 MiB);
+// cpu_free must be given the size that was allocated.
 void* cpu_allocate(size_t nbytes);
-void cpu_free(void* data);
+void cpu_free(void* data, size_t nbytes);
+// Returns every cached CPU block to the system; the bytes the cache holds right now.
+void cpu_empty_cache();
+size_t cpu_cached_bytes();
 
 namespace cuda {
 // Implemented in core/cuda/allocator.cu; without CUDA they throw [cuda].

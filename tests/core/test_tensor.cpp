@@ -136,3 +136,19 @@ TEST_CASE("devices parse and CUDA tensors fail clearly without a GPU", "[core][d
         require_error([] { zeros({2}, DType::float32, Device::cuda()); }, {"[cuda]"});
     }
 }
+
+TEST_CASE("large CPU blocks are reused from the allocator cache", "[core][storage]") {
+    cpu_empty_cache();
+    void* first = nullptr;
+    {
+        Tensor big = zeros({1 << 20}, DType::float32);  // 4 MiB
+        first = big.data_ptr();
+    }
+    CHECK(cpu_cached_bytes() >= size_t(4) << 20);
+    Tensor again = empty({(1 << 20) - 1000}, DType::float32);  // same size class
+    CHECK(again.data_ptr() == first);
+    Tensor small = zeros({10}, DType::float32);  // small blocks bypass the cache
+    small = Tensor();
+    cpu_empty_cache();
+    CHECK(cpu_cached_bytes() == 0);
+}
