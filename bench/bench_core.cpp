@@ -4,40 +4,18 @@
 // of several repeats as one JSON object per line (bench/run.sh compares the two).
 // Usage: bench_core [--threads N] [--repeats R]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "lumen/lumen.h"
 
 using namespace lumen;
+using namespace lumen::bench;
 
 namespace {
-
-double seconds_of(const std::function<void()>& body) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Median seconds of `repeats` runs after `warmup` untimed ones.
-double median_seconds(const std::function<void()>& body, int warmup, int repeats) {
-    for (int i = 0; i < warmup; ++i) body();
-    std::vector<double> times;
-    for (int i = 0; i < repeats; ++i) times.push_back(seconds_of(body));
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
-}
-
-void report(const std::string& name, const char* unit, double value, double seconds) {
-    std::printf("{\"name\": \"%s\", \"unit\": \"%s\", \"value\": %.3f, \"ms\": %.4f}\n",
-                name.c_str(), unit, value, seconds * 1e3);
-    std::fflush(stdout);
-}
 
 // Largest |got - want| / (1 + |want|) between a float32 GEMM and a double triple loop.
 double gemm_error(int64_t n, int64_t k, int64_t m) {
@@ -115,12 +93,9 @@ void bench_softmax(int repeats) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int threads = get_num_threads(), repeats = 7;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
-        if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::max(1, std::atoi(argv[i + 1]));
-    }
-    set_num_threads(threads);
+    Options options = parse_options(argc, argv);
+    if (options.threads > 0) set_num_threads(options.threads);
+    int repeats = options.repeats;
     NoGradGuard no_grad;
     std::string problem = check_correctness();
     if (!problem.empty()) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Compares lumen (bench_core) with PyTorch (bench/torch_core.py) on the same machine in the
-# same run: installs python3-torch and OpenBLAS if missing, builds bench_core, runs the two
-# alternately ROUNDS times, keeps the best median of each, prints a markdown table and writes
-# it to bench/results/<hostname>-<date>.md and .json.
-# Environment: THREADS (default: all cores), ROUNDS (default 2), REPEATS (default 7),
-#              BUILD_DIR (default build-bench).
+# Compares lumen (bench/bench_<suite>.cpp) with PyTorch (bench/torch_<suite>.py) on the same
+# machine in the same run: installs python3-torch and OpenBLAS if missing, builds the bench
+# executables, runs each suite of both alternately ROUNDS times, keeps the best median of each
+# workload, prints a markdown table and writes it to bench/results/<hostname>-<date>.md/.json.
+# Suites: core (SGEMM, add, softmax; issue 2) and ops (conv, norms, scan, FFT; issue 3).
+# Environment: SUITES (default "core ops"), THREADS (default: all cores), ROUNDS (default 2),
+#              REPEATS (default 7), BUILD_DIR (default build-bench).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,17 +23,22 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=OFF \
         -DLUMEN_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$build" -j"$(nproc)" --target bench_core >/dev/null
+suites=${SUITES:-core ops}
+targets=(); for suite in $suites; do targets+=("bench_$suite"); done
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 
 # ---- runs, alternating so that both see the same machine state ----
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for ((round = 1; round <= rounds; ++round)); do
-    echo "round $round/$rounds: lumen" >&2
-    "$build/bench/bench_core" --threads "$threads" --repeats "$repeats" | grep '^{' >>"$work/lumen.jsonl"
-    echo "round $round/$rounds: pytorch" >&2
-    "$python" "$root/bench/torch_core.py" --threads "$threads" --repeats "$repeats" |
-        grep '^{' >>"$work/torch.jsonl"
+    for suite in $suites; do
+        echo "round $round/$rounds: lumen $suite" >&2
+        "$build/bench/bench_$suite" --threads "$threads" --repeats "$repeats" | grep '^{' \
+            >>"$work/lumen.jsonl"
+        echo "round $round/$rounds: pytorch $suite" >&2
+        "$python" "$root/bench/torch_$suite.py" --threads "$threads" --repeats "$repeats" |
+            grep '^{' >>"$work/torch.jsonl"
+    done
 done
 
 # ---- summary ----

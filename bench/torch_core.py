@@ -4,44 +4,14 @@ SGEMM at n = 256..2048, out-of-place float32 add of 16M elements, softmax over (
 Each figure is the median of several timed repeats after a warm-up.
 Usage: torch_core.py [--threads N] [--repeats R]
 """
-import argparse
-import json
-import os
-import statistics
 import sys
-import time
 
+from torch_util import median_seconds, parse_args, report
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--repeats", type=int, default=7)
-    return parser.parse_args()
-
-
-ARGS = parse_args()
-# PyTorch's BLAS (OpenBLAS here) reads its thread count when it loads: set it before import.
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
-os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+ARGS = parse_args(__doc__)
 import torch  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
-
-
-def median_seconds(body, warmup, repeats):
-    for _ in range(warmup):
-        body()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        body()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def report(name, unit, value, seconds):
-    print(json.dumps({"name": name, "unit": unit, "value": round(value, 3),
-                      "ms": round(seconds * 1e3, 4)}), flush=True)
 
 
 def check_correctness():

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""The workloads of bench/bench_ops.cpp in PyTorch (issue 3's speed goals), printed in the same
+JSON-lines format. Every workload is forward + backward with autograd, as in training:
+dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256); the Mamba
+selective scan (a sequential reference: PyTorch has no fused CPU kernel) and the Hyena FFT
+long convolution for L = 1k..16k tokens.
+Usage: torch_ops.py [--threads N] [--repeats R]
+"""
+from torch_util import median_seconds, parse_args, report
+
+ARGS = parse_args(__doc__)
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+torch.set_num_threads(ARGS.threads)
+SCAN_LENGTHS = (1024, 2048, 4096, 8192, 16384)
+
+
+def fwd_bwd(make_output, inputs):
+    """A body that runs the forward, then backward with a fixed upstream gradient."""
+    grad = []
+
+    def body():
+        for t in inputs:
+            t.grad = None
+        y = make_output()
+        if not grad:
+            grad.append(torch.randn_like(y))
+        y.backward(grad[0])
+    return body
+
+
+def bench_conv(repeats):
+    torch.manual_seed(0)
+    x = torch.randn(8, 64, 56, 56, requires_grad=True)
+    w = torch.randn(64, 64, 3, 3, requires_grad=True)
+    s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1), [x, w]), 2, repeats)
+    report("conv2d 3x3 N=8 64->64 56x56 fwd+bwd", "GFLOP/s",
+           3 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s)
+    x = torch.randn(8, 256, 56, 56, requires_grad=True)
+    w = torch.randn(256, 1, 3, 3, requires_grad=True)
+    s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1, 1, 256), [x, w]), 2, repeats)
+    report("depthwise conv2d 3x3 N=8 C=256 56x56 fwd+bwd", "GFLOP/s",
+           3 * 2 * 8 * 256 * 9 * 56 * 56 / s / 1e9, s)
+
+
+def bench_rowwise(repeats):
+    torch.manual_seed(0)
+    x = torch.randn(64, 1024, 256, requires_grad=True)
+    w = torch.randn(256, requires_grad=True)
+    b = torch.randn(256, requires_grad=True)
+    # Minimum traffic: forward reads x, writes y; backward reads x (or y) and dy, writes dx.
+    traffic = 5 * 4 * x.numel()
+    cases = [("layer_norm", lambda: F.layer_norm(x, (256,), w, b), [x, w, b]),
+             ("softmax", lambda: torch.softmax(x, -1), [x]),
+             ("gelu", lambda: F.gelu(x), [x])]
+    for name, make, inputs in cases:
+        s = median_seconds(fwd_bwd(make, inputs), 2, repeats)
+        report(f"{name} (64, 1024, 256) fwd+bwd", "GB/s", traffic / s / 1e9, s)
+
+
+def selective_scan(u, delta, A, Bm, Cm, D):
+    """The sequential reference of shared/oracle/ref_context.py (delta_softplus=True)."""
+    delta = F.softplus(delta)
+    h = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
+    ys = []
+    for t in range(u.shape[2]):
+        dt = delta[:, :, t, None]
+        h = torch.exp(dt * A) * h + dt * Bm[:, None, :, t] * u[:, :, t, None]
+        ys.append((h * Cm[:, None, :, t]).sum(-1))
+    return torch.stack(ys, dim=-1) + u * D[:, None]
+
+
+def causal_fft_conv(u, k, D):
+    n = 2 * u.shape[-1]
+    y = torch.fft.irfft(torch.fft.rfft(u, n=n) * torch.fft.rfft(k, n=n), n=n)[..., :u.shape[-1]]
+    return y + u * D[:, None]
+
+
+def bench_long(repeats):
+    torch.manual_seed(0)
+    channels, state = 64, 16
+    for length in SCAN_LENGTHS:
+        if length <= 4096:  # the Python loop is too slow beyond
+            u = torch.randn(1, channels, length, requires_grad=True)
+            delta = torch.randn(1, channels, length, requires_grad=True)
+            A = (-torch.rand(channels, state)).requires_grad_()
+            Bm = torch.randn(1, state, length, requires_grad=True)
+            Cm = torch.randn(1, state, length, requires_grad=True)
+            D = torch.randn(channels, requires_grad=True)
+            inputs = [u, delta, A, Bm, Cm, D]
+            s = median_seconds(fwd_bwd(lambda: selective_scan(*inputs), inputs), 0,
+                               max(1, repeats // 4))
+            report(f"selective_scan B=1 D=64 N=16 L={length} fwd+bwd", "ktok/s",
+                   length / s / 1e3, s)
+    for length in SCAN_LENGTHS:
+        u = torch.randn(2, channels, length, requires_grad=True)
+        k = torch.randn(channels, length, requires_grad=True)
+        D = torch.randn(channels, requires_grad=True)
+        s = median_seconds(fwd_bwd(lambda: causal_fft_conv(u, k, D), [u, k, D]), 1, repeats)
+        report(f"fftconv B=2 H=64 L={length} fwd+bwd", "Mtok/s", 2 * length / s / 1e6, s)
+
+
+def main():
+    print(f"# torch {torch.__version__} torch_ops, {torch.get_num_threads()} threads, "
+          f"median of {ARGS.repeats} repeats", flush=True)
+    bench_conv(ARGS.repeats)
+    bench_rowwise(ARGS.repeats)
+    bench_long(ARGS.repeats)
+
+
+if __name__ == "__main__":
+    main()
