@@ -107,8 +107,10 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = grad_out; dsrc = gather(grad_out, dim, index) on the part of src that index covers
+    bool need_src = src.requires_grad();
     record_backward(op, {x, src}, out,
-                    [d, src_shape = src.shape(), saved = save(index)](const Tensor& g) {
+                    [d, need_src, src_shape = src.shape(), saved = save(index)](const Tensor& g) {
+                        if (!need_src) return std::vector<Tensor>{g, Tensor()};
                         Tensor index = saved.get();
                         Tensor picked = gather(g, d, index);
                         if (index.shape() == src_shape) return std::vector<Tensor>{g, picked};
@@ -179,8 +181,11 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     cpu::index_add_forward(strided(out, op), strided(index, op),
                            strided(plain_contiguous(src), op), d, alpha);
     // dx = grad_out; dsource = alpha * index_select(grad_out, dim, index)
+    bool need_source = source.requires_grad();
     record_backward(op, {x, source}, out,
-                    [d, alpha, src_shape = source.shape(), saved = save(index)](const Tensor& g) {
+                    [d, alpha, need_source, src_shape = source.shape(),
+                     saved = save(index)](const Tensor& g) {
+                        if (!need_source) return std::vector<Tensor>{g, Tensor()};
                         Tensor picked = index_select(g, d, saved.get());
                         if (alpha != 1.0) picked = mul(picked, alpha);
                         return std::vector<Tensor>{g, picked.reshape(src_shape)};

@@ -122,13 +122,28 @@ BadIndex gather_forward(const StridedView& x, const StridedView& index, const St
             const I* idx = index.ptr<I>();
             const T* base = x.ptr<T>();
             for_each_row(views, [&](const int64_t* offsets, int64_t n, const int64_t* steps) {
+                T* row = o + offsets[0];
+                const I* picks = idx + offsets[1];
+                const T* from = base + offsets[2];
+                if (steps[0] == 1 && steps[1] == 1 && steps[2] == 0) {
+                    // the common case: contiguous rows along `dim`, the last dim
+                    for (int64_t i = 0; i < n; ++i) {
+                        int64_t k = picks[i];
+                        if (k < 0 || k >= size) {
+                            bad.report(k);
+                            continue;
+                        }
+                        row[i] = from[k * step];
+                    }
+                    return;
+                }
                 for (int64_t i = 0; i < n; ++i) {
-                    int64_t k = idx[offsets[1] + i * steps[1]];
+                    int64_t k = picks[i * steps[1]];
                     if (k < 0 || k >= size) {
                         bad.report(k);
                         continue;
                     }
-                    o[offsets[0] + i * steps[0]] = base[offsets[2] + i * steps[2] + k * step];
+                    row[i * steps[0]] = from[i * steps[2] + k * step];
                 }
             });
         });

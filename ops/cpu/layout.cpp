@@ -82,9 +82,27 @@ void cumsum_block(const T* x, Out* out, int64_t length, int64_t inner, int64_t w
     }
 }
 
+// One line (inner == 1): the running sum stays in a register.
+template <typename T, typename Out, typename Acc>
+void cumsum_line(const T* x, Out* out, int64_t length, bool reverse) {
+    Acc acc = 0;
+    if (reverse) {
+        for (int64_t l = length - 1; l >= 0; --l) out[l] = Out(acc += Acc(x[l]));
+    } else {
+        for (int64_t l = 0; l < length; ++l) out[l] = Out(acc += Acc(x[l]));
+    }
+}
+
 template <typename T, typename Out, typename Acc>
 void cumsum_typed(const T* x, Out* out, int64_t outer, int64_t length, int64_t inner,
                   bool reverse) {
+    if (inner == 1) {
+        parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / length), [&](int64_t lo, int64_t hi) {
+            for (int64_t o = lo; o < hi; ++o)
+                cumsum_line<T, Out, Acc>(x + o * length, out + o * length, length, reverse);
+        });
+        return;
+    }
     int64_t blocks = (inner + kColumns - 1) / kColumns;
     int64_t width = std::min(inner, kColumns);
     int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(length * width, 1));

@@ -32,12 +32,18 @@ TensorMap embedding_adapter(VectorCall& call) {
     return output(embedding(call.input("weight"), call.input("input"), padding_idx));
 }
 
-// torch.repeat_interleave(input, repeats, dim=None): repeats an int or a tensor input.
+// torch.repeat_interleave(input, repeats, dim=None, *, output_size=None): repeats an int or a
+// tensor input; output_size, when given, must match.
 TensorMap repeat_interleave_adapter(VectorCall& call) {
     std::optional<int64_t> dim = optional_int(call, "dim");
+    std::optional<int64_t> output_size = optional_int(call, "output_size");
     Tensor repeats = call.optional_input("repeats");
-    if (repeats.defined()) return output(repeat_interleave(call.input("input"), repeats, dim));
-    return output(repeat_interleave(call.input("input"), call.config.get_int("repeats"), dim));
+    Tensor y = repeats.defined()
+                   ? repeat_interleave(call.input("input"), repeats, dim)
+                   : repeat_interleave(call.input("input"), call.config.get_int("repeats"), dim);
+    LUMEN_CHECK(!output_size || y.size(dim ? *dim : 0) == *output_size, call.module,
+                "output_size ", *output_size, " does not match the result shape ", y.shape());
+    return output(y);
 }
 
 const VectorAdapterRegistration kEmbedding("op.embedding", embedding_adapter);
