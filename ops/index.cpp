@@ -26,8 +26,7 @@ void check_index_dtype(const Tensor& index, const char* op, const char* what = "
 }
 
 [[noreturn]] void fail_range(const char* op, int64_t value, int64_t dim, int64_t size) {
-    if (size == 0)
-        LUMEN_FAIL(op, "index ", value, " is out of range: dim ", dim, " has size 0");
+    if (size == 0) LUMEN_FAIL(op, "index ", value, " is out of range: dim ", dim, " has size 0");
     LUMEN_FAIL(op, "index ", value, " is out of range for dim ", dim, " of size ", size,
                " (valid range [0, ", size - 1, "])");
 }
@@ -71,15 +70,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     check_gather_shapes(x, d, index, op);
     Tensor out = empty(index.shape(), x.dtype(), x.device());
     if (out.numel() > 0) {
-        cpu::BadIndex bad = cpu::gather_forward(strided(x, op), strided(index, op),
-                                                strided(out, op), d);
+        cpu::BadIndex bad =
+            cpu::gather_forward(strided(x, op), strided(index, op), strided(out, op), d);
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = scatter_add(zeros like x, dim, index, grad_out): each picked element gets its
     // gradient, repeated picks add up
     record_backward(op, {x}, out, [d, shape = x.shape(), saved = save(index)](const Tensor& g) {
-        return std::vector<Tensor>{scatter_add(zeros(shape, g.dtype(), g.device()), d,
-                                               saved.get(), g)};
+        return std::vector<Tensor>{
+            scatter_add(zeros(shape, g.dtype(), g.device()), d, saved.get(), g)};
     });
     return out;
 }
@@ -102,8 +101,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                     " is larger than src shape ", src.shape(), " in dim ", k);
     Tensor out = plain_clone(x);
     if (index.numel() > 0) {
-        cpu::BadIndex bad = cpu::scatter_add_forward(strided(out, op), strided(index, op),
-                                                     strided(src, op), d);
+        cpu::BadIndex bad =
+            cpu::scatter_add_forward(strided(out, op), strided(index, op), strided(src, op), d);
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = grad_out; dsrc = gather(grad_out, dim, index) on the part of src that index covers
@@ -153,8 +152,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
                               strided(out, op), d);
     // dx = index_add(zeros like x, dim, index, grad_out): repeated indices accumulate
     record_backward(op, {x}, out, [d, shape = x.shape(), saved = save(index)](const Tensor& g) {
-        return std::vector<Tensor>{index_add(zeros(shape, g.dtype(), g.device()), d, saved.get(),
-                                             g)};
+        return std::vector<Tensor>{
+            index_add(zeros(shape, g.dtype(), g.device()), d, saved.get(), g)};
     });
     return out;
 }
@@ -172,24 +171,24 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     Shape want = x.shape();
     want[size_t(d)] = index.numel();
     Tensor src = source.ndim() == 0 && index.numel() == 1 ? source.reshape(want) : source;
-    LUMEN_CHECK(src.shape() == want, op, "source of shape ", source.shape(), " does not match: ",
-                "expected ", want, " (the input's shape with dim ", d, " = index size ",
-                index.numel(), ")");
+    LUMEN_CHECK(src.shape() == want, op, "source of shape ", source.shape(),
+                " does not match: ", "expected ", want, " (the input's shape with dim ", d,
+                " = index size ", index.numel(), ")");
     LUMEN_CHECK(is_floating(x.dtype()) || alpha == double(int64_t(alpha)), op,
                 "alpha must be an integer for an integer input, got ", alpha);
     Tensor out = plain_clone(x);
-    cpu::index_add_forward(strided(out, op), strided(index, op),
-                           strided(plain_contiguous(src), op), d, alpha);
+    cpu::index_add_forward(strided(out, op), strided(index, op), strided(plain_contiguous(src), op),
+                           d, alpha);
     // dx = grad_out; dsource = alpha * index_select(grad_out, dim, index)
     bool need_source = source.requires_grad();
-    record_backward(op, {x, source}, out,
-                    [d, alpha, need_source, src_shape = source.shape(),
-                     saved = save(index)](const Tensor& g) {
-                        if (!need_source) return std::vector<Tensor>{g, Tensor()};
-                        Tensor picked = index_select(g, d, saved.get());
-                        if (alpha != 1.0) picked = mul(picked, alpha);
-                        return std::vector<Tensor>{g, picked.reshape(src_shape)};
-                    });
+    record_backward(
+        op, {x, source}, out,
+        [d, alpha, need_source, src_shape = source.shape(), saved = save(index)](const Tensor& g) {
+            if (!need_source) return std::vector<Tensor>{g, Tensor()};
+            Tensor picked = index_select(g, d, saved.get());
+            if (alpha != 1.0) picked = mul(picked, alpha);
+            return std::vector<Tensor>{g, picked.reshape(src_shape)};
+        });
     return out;
 }
 
@@ -197,8 +196,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
     const char* op = "embedding";
     check_cpu(weight, op);
     check_cpu(indices, op);
-    LUMEN_CHECK(weight.ndim() == 2, op, "weight must be 2-D (num_embeddings, embedding_dim), got "
-                "shape ", weight.shape());
+    LUMEN_CHECK(weight.ndim() == 2, op,
+                "weight must be 2-D (num_embeddings, embedding_dim), got "
+                "shape ",
+                weight.shape());
     check_index_dtype(indices, op, "indices");
     int64_t rows = weight.size(0), width = weight.size(1);
     if (padding_idx) {
@@ -251,8 +252,8 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
     int64_t n = input.size(d);
     std::vector<int64_t> counts = repeats.to_vector<int64_t>();
     if (counts.size() == 1) return repeat_interleave(x, counts[0], dim);
-    LUMEN_CHECK(int64_t(counts.size()) == n, op, "repeats must have the size of dim ", d, " (",
-                n, ") or 1, got shape ", repeats.shape());
+    LUMEN_CHECK(int64_t(counts.size()) == n, op, "repeats must have the size of dim ", d, " (", n,
+                ") or 1, got shape ", repeats.shape());
     std::vector<int64_t> picks;
     for (int64_t i = 0; i < n; ++i) {
         LUMEN_CHECK(counts[size_t(i)] >= 0, op, "repeats must be non-negative, got ",
@@ -280,7 +281,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     Shape shape = indices.shape();
     shape.push_back(num_classes);
     Tensor out = zeros(shape, DType::int64, indices.device());
-    if (indices.numel() > 0) cpu::one_hot_forward(strided(indices, op), strided(out, op), num_classes);
+    if (indices.numel() > 0)
+        cpu::one_hot_forward(strided(indices, op), strided(out, op), num_classes);
     return out;
 }
 

@@ -43,8 +43,8 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
 // out[.., index[i], ..] += alpha * source[.., i, ..] along `dim`. out (holding x) and source are
 // contiguous; every index is already valid. Threads own disjoint ranges of destination rows,
 // so repeated indices never race and always add in index order.
-void index_add_forward(const StridedView& out, const StridedView& index,
-                       const StridedView& source, int dim, double alpha);
+void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
+                       int dim, double alpha);
 
 // out (int64, contiguous (numel(index), num_classes), zero-filled) gets 1 at
 // [i, index[i]]; every index is already in [0, num_classes).

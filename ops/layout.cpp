@@ -45,8 +45,7 @@ void roll_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>& s
 
 }  // namespace
 
-Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts,
-            const std::vector<int64_t>& dims) {
+Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
     const char* op = "roll";
     check_cpu(x, op);
     if (dims.empty()) {
@@ -86,9 +85,8 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     if (out.numel() > 0) cpu::flip_forward(strided(x, op), strided(out, op), flipped);
     // d out / dx: the gradient flipped back
-    record_backward(op, {x}, out, [dims](const Tensor& g) {
-        return std::vector<Tensor>{flip(g, dims)};
-    });
+    record_backward(op, {x}, out,
+                    [dims](const Tensor& g) { return std::vector<Tensor>{flip(g, dims)}; });
     return out;
 }
 
@@ -136,8 +134,10 @@ Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, tr
 Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false); }
 
 Tensor causal_mask(int64_t size, DType dtype, Device device) {
-    LUMEN_CHECK(is_floating(dtype), "causal_mask", "dtype must be floating (the mask holds -inf), "
-                "got ", dtype);
+    LUMEN_CHECK(is_floating(dtype), "causal_mask",
+                "dtype must be floating (the mask holds -inf), "
+                "got ",
+                dtype);
     LUMEN_CHECK(size >= 0, "causal_mask", "size must be non-negative, got ", size);
     Tensor ninf = full({size, size}, -std::numeric_limits<double>::infinity(), dtype);
     return triu(ninf, 1).to(device);
@@ -215,7 +215,8 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
     check_cpu(x, op);
     int d = wrap_dim(dim, x.ndim(), op);
     LUMEN_CHECK(x.dtype() != DType::float16 && x.dtype() != DType::bfloat16, op,
-                "not implemented for dtype ", x.dtype(), " on CPU (expected float32, float64 or "
+                "not implemented for dtype ", x.dtype(),
+                " on CPU (expected float32, float64 or "
                 "an integer dtype)");
     Tensor out = running_sum(x, d, false, op);
     // dx_i = sum_{j >= i} grad_j: the running sum of the gradient taken from the end

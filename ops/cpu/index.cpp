@@ -205,8 +205,8 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
     });
 }
 
-void index_add_forward(const StridedView& out, const StridedView& index,
-                       const StridedView& source, int dim, double alpha) {
+void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
+                       int dim, double alpha) {
     Blocks dst = blocks_of(out, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (dst.outer * count * dst.inner == 0) return;

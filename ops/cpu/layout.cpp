@@ -97,10 +97,11 @@ template <typename T, typename Out, typename Acc>
 void cumsum_typed(const T* x, Out* out, int64_t outer, int64_t length, int64_t inner,
                   bool reverse) {
     if (inner == 1) {
-        parallel_for(0, outer, std::max<int64_t>(1, kGrainSize / length), [&](int64_t lo, int64_t hi) {
-            for (int64_t o = lo; o < hi; ++o)
-                cumsum_line<T, Out, Acc>(x + o * length, out + o * length, length, reverse);
-        });
+        parallel_for(
+            0, outer, std::max<int64_t>(1, kGrainSize / length), [&](int64_t lo, int64_t hi) {
+                for (int64_t o = lo; o < hi; ++o)
+                    cumsum_line<T, Out, Acc>(x + o * length, out + o * length, length, reverse);
+            });
         return;
     }
     int64_t blocks = (inner + kColumns - 1) / kColumns;
@@ -128,8 +129,8 @@ void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool 
         if constexpr (std::is_floating_point_v<T>) {
             cumsum_typed<T, T, double>(x.ptr<T>(), out.ptr<T>(), outer, length, inner, reverse);
         } else {
-            cumsum_typed<T, int64_t, int64_t>(x.ptr<T>(), out.ptr<int64_t>(), outer, length,
-                                              inner, reverse);
+            cumsum_typed<T, int64_t, int64_t>(x.ptr<T>(), out.ptr<int64_t>(), outer, length, inner,
+                                              reverse);
         }
     });
 }

@@ -114,9 +114,9 @@ TEST_CASE("gather and scatter_add match a naive reference", "[ops][index]") {
 }
 
 TEST_CASE("gather and scatter_add: gradients match finite differences", "[ops][index]") {
-    Tensor index = ints({0, 6, 6, 2, 1, 0, 6, 6, 3, 3, 5, 4, 0, 1, 2, 0, 0, 0, 1, 1, 2, 2, 6, 5,
-                         4, 3, 2, 1, 0, 6},
-                        {2, 3, 5});
+    Tensor index = ints(
+        {0, 6, 6, 2, 1, 0, 6, 6, 3, 3, 5, 4, 0, 1, 2, 0, 0, 0, 1, 1, 2, 2, 6, 5, 4, 3, 2, 1, 0, 6},
+        {2, 3, 5});
     gradcheck([&](const std::vector<Tensor>& in) { return gather(in[0], 1, index); },
               {random_input({2, 7, 5})});
     gradcheck([&](const std::vector<Tensor>& in) { return gather(in[0], 1, index); },
@@ -158,8 +158,8 @@ TEST_CASE("index_select and index_add match a naive reference", "[ops][index]") 
             }
         }
     }
-    Tensor counts = index_add(zeros({3}, DType::int64), 0, ints({2, 2, 0}, {3}),
-                              ones({3}, DType::int64), 2);
+    Tensor counts =
+        index_add(zeros({3}, DType::int64), 0, ints({2, 2, 0}, {3}), ones({3}, DType::int64), 2);
     CHECK(counts.to_vector<int64_t>() == std::vector<int64_t>{2, 0, 4});
     require_close(index_select(tensor({1, 2, 3}, {3}), 0, ints({2}, {})), {3});
 }
@@ -202,9 +202,9 @@ TEST_CASE("embedding: rows, accumulated gradient, padding row", "[ops][index]") 
     Tensor table = random_input({50, 64}, 41).requires_grad_();
     Tensor grad_out = random_input({32, 100, 64}, 43);
     embedding(table, big).backward(grad_out);
-    require_close(table.grad(), index_add_reference(zeros({50, 64}, DType::float64), 0,
-                                                    big.reshape({-1}),
-                                                    grad_out.reshape({-1, 64}), 1.0),
+    require_close(table.grad(),
+                  index_add_reference(zeros({50, 64}, DType::float64), 0, big.reshape({-1}),
+                                      grad_out.reshape({-1, 64}), 1.0),
                   1e-12, 1e-12);
 }
 
@@ -242,30 +242,51 @@ TEST_CASE("index ops: bad indices and shapes throw naming the values", "[ops][in
     require_error([&] { gather(x, 1, ints({-1}, {1, 1, 1})); }, {"[gather]", "index -1"});
     require_error([&] { gather(x, 1, bad.to(DType::float32)); }, {"[gather]", "int64", "float32"});
     require_error([&] { gather(x, 1, ints({0}, {1, 1})); }, {"[gather]", "rank", "[1, 1]"});
-    require_error([&] { gather(x, 1, zeros({1, 1, 6}, DType::int64)); },
-                  {"[gather]", "[1, 1, 6]", "dim 2"});
+    require_error(
+        [&] {
+            gather(x, 1, zeros({1, 1, 6}, DType::int64));
+        },
+        {"[gather]", "[1, 1, 6]", "dim 2"});
     require_error([&] { gather(x, 3, bad); }, {"[gather]"});
-    require_error([&] { scatter_add(x, 1, bad, random_input({1, 3, 1})); },
-                  {"[scatter_add]", "index 9", "[0, 6]"});
+    require_error(
+        [&] {
+            scatter_add(x, 1, bad, random_input({1, 3, 1}));
+        },
+        {"[scatter_add]", "index 9", "[0, 6]"});
     Tensor src32 = random_input({1, 1, 1}).to(DType::float32);
-    require_error([&] { scatter_add(x, 1, ints({0}, {1, 1, 1}), src32); },
-                  {"[scatter_add]", "dtype", "float32", "float64"});
+    require_error(
+        [&] {
+            scatter_add(x, 1, ints({0}, {1, 1, 1}), src32);
+        },
+        {"[scatter_add]", "dtype", "float32", "float64"});
     require_error([&] { index_select(x, 2, ints({5}, {1})); },
                   {"[index_select]", "index 5", "dim 2", "[0, 4]"});
     require_error([&] { index_select(x, 0, ints({0, 1}, {1, 2})); }, {"[index_select]", "1-D"});
-    require_error([&] { index_add(x, 0, ints({2}, {1}), random_input({1, 7, 5})); },
-                  {"[index_add]", "index 2", "[0, 1]"});
-    require_error([&] { index_add(x, 0, ints({1}, {1}), random_input({2, 7, 5})); },
-                  {"[index_add]", "[2, 7, 5]", "[1, 7, 5]"});
+    require_error(
+        [&] {
+            index_add(x, 0, ints({2}, {1}), random_input({1, 7, 5}));
+        },
+        {"[index_add]", "index 2", "[0, 1]"});
+    require_error(
+        [&] {
+            index_add(x, 0, ints({1}, {1}), random_input({2, 7, 5}));
+        },
+        {"[index_add]", "[2, 7, 5]", "[1, 7, 5]"});
     Tensor table = random_input({4, 3});
-    require_error([&] { embedding(table, ints({1, 4}, {2})); },
-                  {"[embedding]", "index 4", "[0, 3]"});
+    require_error(
+        [&] {
+            embedding(table, ints({1, 4}, {2}));
+        },
+        {"[embedding]", "index 4", "[0, 3]"});
     require_error([&] { embedding(table, ints({0}, {1}), 4); }, {"[embedding]", "padding_idx 4"});
     require_error([&] { embedding(random_input({4}), ints({0}, {1})); }, {"[embedding]", "2-D"});
     require_error([&] { embedding(table, tensor({0}, {1})); }, {"[embedding]", "float32"});
     require_error([&] { repeat_interleave(x, -1, 0); }, {"[repeat_interleave]", "-1"});
-    require_error([&] { repeat_interleave(x, ints({1, 2}, {2}), 1); },
-                  {"[repeat_interleave]", "size of dim 1", "(7)"});
+    require_error(
+        [&] {
+            repeat_interleave(x, ints({1, 2}, {2}), 1);
+        },
+        {"[repeat_interleave]", "size of dim 1", "(7)"});
     require_error([&] { one_hot(ints({0, 3}, {2}), 3); }, {"[one_hot]", "class value 3"});
     require_error([&] { one_hot(ints({-2}, {1})); }, {"[one_hot]", "non-negative", "-2"});
     require_error([&] { one_hot(zeros({0}, DType::int64)); }, {"[one_hot]", "empty"});

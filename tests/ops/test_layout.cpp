@@ -83,8 +83,11 @@ TEST_CASE("roll: Swin cyclic shifts match a naive reference", "[ops][layout]") {
             }
         }
     }
-    gradcheck([](const std::vector<Tensor>& in) { return roll(in[0], {-2, 3}, {1, 2}); },
-              {noncontiguous(random_input({2, 5, 4, 3}))});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return roll(in[0], {-2, 3}, {1, 2});
+        },
+        {noncontiguous(random_input({2, 5, 4, 3}))});
     gradcheck([](const std::vector<Tensor>& in) { return roll(in[0], {4}); },
               {random_input({3, 5})});
 }
@@ -98,8 +101,11 @@ TEST_CASE("flip: values along several dims, any dtype, gradient", "[ops][layout]
     CHECK(flip(mask, {0}).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1, 0, 0, 0});
     Tensor base = random_input({4, 5, 6}, 7);
     require_close(flip(noncontiguous(base), {0, 2}), flip(base, {2, 0}).to_vector<double>(), 0, 0);
-    gradcheck([](const std::vector<Tensor>& in) { return flip(in[0], {0, 2}); },
-              {noncontiguous(random_input({3, 4, 5}))});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return flip(in[0], {0, 2});
+        },
+        {noncontiguous(random_input({3, 4, 5}))});
 }
 
 TEST_CASE("repeat: tiles like torch.Tensor.repeat", "[ops][layout]") {
@@ -110,8 +116,11 @@ TEST_CASE("repeat: tiles like torch.Tensor.repeat", "[ops][layout]") {
     Tensor grid = tensor({1, 2, 3, 4}, {2, 2});
     require_close(repeat(grid, {2, 1}), {1, 2, 3, 4, 1, 2, 3, 4});
     CHECK(repeat(grid, {1, 3, 0}).shape() == Shape{1, 6, 0});
-    gradcheck([](const std::vector<Tensor>& in) { return repeat(in[0], {2, 1, 3}); },
-              {noncontiguous(random_input({3, 4}))});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return repeat(in[0], {2, 1, 3});
+        },
+        {noncontiguous(random_input({3, 4}))});
 }
 
 TEST_CASE("tril, triu and the causal mask", "[ops][layout]") {
@@ -155,10 +164,15 @@ TEST_CASE("window_partition / window_reverse: Swin window order, inverse", "[ops
     Tensor third = volume.select(0, 0).narrow(0, 2, 2).narrow(2, 0, 3);
     require_close(cubes.select(0, 2), third.contiguous(), 0, 0);
     require_close(window_reverse(cubes, {2, 2, 3}, {1, 4, 2, 6}), volume, 0, 0);
-    gradcheck([](const std::vector<Tensor>& in) { return window_partition(in[0], {2, 3}); },
-              {noncontiguous(random_input({2, 4, 3, 2}))});
     gradcheck(
-        [](const std::vector<Tensor>& in) { return window_reverse(in[0], {1, 2, 2}, {1, 2, 2, 4}); },
+        [](const std::vector<Tensor>& in) {
+            return window_partition(in[0], {2, 3});
+        },
+        {noncontiguous(random_input({2, 4, 3, 2}))});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return window_reverse(in[0], {1, 2, 2}, {1, 2, 2, 4});
+        },
         {random_input({4, 4, 3})});
 }
 
@@ -190,8 +204,11 @@ TEST_CASE("layout ops: bad arguments throw naming the values", "[ops][layout]") 
     require_error([&] { flip(x, {1, -3}); }, {"[flip]", "more than once"});
     require_error([&] { repeat(x, {2, 2}); }, {"[repeat]", "[2, 2]", "[2, 4, 6, 3]"});
     require_error([&] { tril(random_input({3})); }, {"[tril]", "at least 2 dims", "[3]"});
-    require_error([&] { window_partition(x, {3, 3}); },
-                  {"[window_partition]", "spatial size 4", "window size 3"});
+    require_error(
+        [&] {
+            window_partition(x, {3, 3});
+        },
+        {"[window_partition]", "spatial size 4", "window size 3"});
     require_error([&] { window_partition(x, {2, 2, 2}); }, {"[window_partition]", "[2, 4, 6, 3]"});
     require_error([&] { window_reverse(x, {2, 3}, {3, 4, 6}); }, {"[window_reverse]"});
     require_error([&] { cumsum(x, 4); }, {"[cumsum]"});

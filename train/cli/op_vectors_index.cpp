@@ -41,8 +41,8 @@ TensorMap repeat_interleave_adapter(VectorCall& call) {
     Tensor y = repeats.defined()
                    ? repeat_interleave(call.input("input"), repeats, dim)
                    : repeat_interleave(call.input("input"), call.config.get_int("repeats"), dim);
-    LUMEN_CHECK(!output_size || y.size(dim ? *dim : 0) == *output_size, call.module,
-                "output_size ", *output_size, " does not match the result shape ", y.shape());
+    LUMEN_CHECK(!output_size || y.size(dim ? *dim : 0) == *output_size, call.module, "output_size ",
+                *output_size, " does not match the result shape ", y.shape());
     return output(y);
 }
 
