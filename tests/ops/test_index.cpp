@@ -108,6 +108,11 @@ TEST_CASE("gather and scatter_add match a naive reference", "[ops][index]") {
                 Tensor target = noncontiguous(random_input(shape, 9));
                 require_close(scatter_add(target, dim, index, src),
                               scatter_add_reference(target, dim, index, src), 1e-12, 1e-12);
+                // Strided index and src read the same values.
+                require_close(scatter_add(target, dim, noncontiguous(index), noncontiguous(src)),
+                              scatter_add_reference(target, dim, index, src), 1e-12, 1e-12);
+                require_close(gather(x, dim, noncontiguous(index)), gather_reference(x, dim, index),
+                              0, 0);
             }
         }
     }
@@ -155,6 +160,8 @@ TEST_CASE("index_select and index_add match a naive reference", "[ops][index]") 
                 Tensor expanded = index.reshape(view).expand(picked).contiguous();
                 require_close(index_select(x, dim, index), gather_reference(x, dim, expanded), 0,
                               0);
+                require_close(index_select(x, dim, noncontiguous(index)),
+                              gather_reference(x, dim, expanded), 0, 0);
             }
         }
     }
