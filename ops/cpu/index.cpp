@@ -110,6 +110,46 @@ void index_min_max(const StridedView& index, int64_t& min, int64_t& max) {
     });
 }
 
+namespace {
+
+// One row of gather: row[i] = from[i * from_step + picks[i] * step]. Every value is a plain
+// argument so that the loop keeps them in registers. An index outside [0, size) is skipped;
+// the first one is returned in `bad` and the result is false.
+template <typename T, typename I>
+inline bool gather_row(T* row, int64_t row_step, const I* picks, int64_t pick_step, const T* from,
+                       int64_t from_step, int64_t n, int64_t size, int64_t step, int64_t& bad) {
+    bool ok = true;
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t k = picks[i * pick_step];
+        if (uint64_t(k) >= uint64_t(size)) [[unlikely]] {
+            if (ok) bad = k;
+            ok = false;
+            continue;
+        }
+        row[i * row_step] = from[i * from_step + k * step];
+    }
+    return ok;
+}
+
+// One line of scatter_add along dim: to[picks[i] * step] += from[i * from_step].
+template <typename T, typename I>
+inline bool scatter_add_line(T* to, int64_t step, const I* picks, int64_t pick_step, const T* from,
+                             int64_t from_step, int64_t n, int64_t size, int64_t& bad) {
+    bool ok = true;
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t k = picks[i * pick_step];
+        if (uint64_t(k) >= uint64_t(size)) [[unlikely]] {
+            if (ok) bad = k;
+            ok = false;
+            continue;
+        }
+        to[k * step] += from[i * from_step];
+    }
+    return ok;
+}
+
+}  // namespace
+
 BadIndex gather_forward(const StridedView& x, const StridedView& index, const StridedView& out,
                         int dim) {
     BadIndexCollector bad;
@@ -125,26 +165,13 @@ BadIndex gather_forward(const StridedView& x, const StridedView& index, const St
                 T* row = o + offsets[0];
                 const I* picks = idx + offsets[1];
                 const T* from = base + offsets[2];
-                if (steps[0] == 1 && steps[1] == 1 && steps[2] == 0) {
-                    // the common case: contiguous rows along `dim`, the last dim
-                    for (int64_t i = 0; i < n; ++i) {
-                        int64_t k = picks[i];
-                        if (k < 0 || k >= size) {
-                            bad.report(k);
-                            continue;
-                        }
-                        row[i] = from[k * step];
-                    }
-                    return;
-                }
-                for (int64_t i = 0; i < n; ++i) {
-                    int64_t k = picks[i * steps[1]];
-                    if (k < 0 || k >= size) {
-                        bad.report(k);
-                        continue;
-                    }
-                    row[i * steps[0]] = from[i * steps[2] + k * step];
-                }
+                int64_t value = 0;
+                bool ok = steps[0] == 1 && steps[1] == 1 && steps[2] == 0
+                              // contiguous rows along `dim`, the last dim: the common case
+                              ? gather_row(row, 1, picks, 1, from, 0, n, size, step, value)
+                              : gather_row(row, steps[0], picks, steps[1], from, steps[2], n, size,
+                                           step, value);
+                if (!ok) bad.report(value);
             });
         });
     });
@@ -167,14 +194,13 @@ BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
             const I* idx = index.ptr<I>();
             const T* s = src.ptr<T>();
             for_each_row(views, [&](const int64_t* offsets, int64_t n, const int64_t* steps) {
-                for (int64_t i = 0; i < n; ++i) {
-                    int64_t k = idx[offsets[0] + i * steps[0]];
-                    if (k < 0 || k >= size) {
-                        bad.report(k);
-                        continue;
-                    }
-                    o[offsets[2] + k * step] += s[offsets[1] + i * steps[1]];
-                }
+                int64_t value = 0;
+                bool ok = steps[0] == 1 && steps[1] == 1
+                              ? scatter_add_line(o + offsets[2], step, idx + offsets[0], 1,
+                                                 s + offsets[1], 1, n, size, value)
+                              : scatter_add_line(o + offsets[2], step, idx + offsets[0], steps[0],
+                                                 s + offsets[1], steps[1], n, size, value);
+                if (!ok) bad.report(value);
             });
         });
     });
