@@ -31,7 +31,13 @@ void flip_forward(const StridedView& x, const StridedView& out, uint32_t flipped
         for_each_row(views, [&](const int64_t* offsets, int64_t n, const int64_t* steps) {
             T* d = dst + offsets[0];
             const T* s = src + offsets[1];
-            for (int64_t i = 0; i < n; ++i) d[i * steps[0]] = s[i * steps[1]];
+            if (steps[0] == 1 && steps[1] == 1) {
+                std::memcpy(d, s, size_t(n) * sizeof(T));  // rows of unflipped inner dims
+            } else if (steps[0] == 1 && steps[1] == -1) {
+                for (int64_t i = 0; i < n; ++i) d[i] = s[-i];  // the last dim flipped
+            } else {
+                for (int64_t i = 0; i < n; ++i) d[i * steps[0]] = s[i * steps[1]];
+            }
         });
     });
 }
