@@ -56,6 +56,22 @@ const VectorAdapterRegistration kIndexSelect("op.index_select", [](VectorCall& c
     return output(
         index_select(call.input("input"), call.config.get_int("dim"), call.input("index")));
 });
+// torch.scatter_add(input, dim, index, src)
+const VectorAdapterRegistration kScatterAdd("op.scatter_add", [](VectorCall& call) {
+    return output(scatter_add(call.input("input"), call.config.get_int("dim"), call.input("index"),
+                              call.input("src")));
+});
+// torch.index_add(input, dim, index, source, *, alpha=1)
+const VectorAdapterRegistration kIndexAdd("op.index_add", [](VectorCall& call) {
+    return output(index_add(call.input("input"), call.config.get_int("dim"), call.input("index"),
+                            call.input("source"), call.config.get_double("alpha", 1.0)));
+});
+const VectorAdapterRegistration kTril("op.tril", [](VectorCall& call) {
+    return output(tril(call.input("input"), call.config.get_int("diagonal", 0)));
+});
+const VectorAdapterRegistration kTriu("op.triu", [](VectorCall& call) {
+    return output(triu(call.input("input"), call.config.get_int("diagonal", 0)));
+});
 // torch.roll(input, shifts, dims=None)
 const VectorAdapterRegistration kRoll("op.roll", [](VectorCall& call) {
     std::vector<int64_t> shifts = call.config.get_ints("shifts", {});
