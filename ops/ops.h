@@ -3,6 +3,8 @@
 
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
+#include "ops/layout.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
