@@ -29,6 +29,14 @@ namespace {
 constexpr int64_t kColBytes = 1 << 20;
 // Fewer output columns than this per chunk make the GEMM inefficient.
 constexpr int64_t kMinChunkColumns = 64;
+// Multiply-adds per thread below which a problem stays on one thread: starting a parallel
+// region costs about as much (the same threshold as matmul's).
+constexpr int64_t kParallelWork = 100000;
+
+// The grain (in tasks) that gives each thread at least kParallelWork multiply-adds.
+int64_t task_grain(int64_t work_per_task) {
+    return std::max<int64_t>(1, kParallelWork / std::max<int64_t>(1, work_per_task));
+}
 
 template <typename T>
 using RowMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
@@ -168,7 +176,8 @@ template <typename T>
 void forward_typed(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
     Plan p = make_plan(s, sizeof(T));
     int64_t tasks = s.batch * s.groups * p.chunks;
-    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+    int64_t grain = task_grain(p.out_group * p.rows * p.chunk);
+    parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
         std::vector<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
         for (int64_t task = lo; task < hi; ++task) {
             int64_t chunk = task % p.chunks, unit = task / p.chunks;
@@ -208,7 +217,8 @@ void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const Con
     int64_t per_block = (p.in_group + blocks - 1) / blocks;
     int64_t taps = s.kernel_size();
     if (!p.pointwise) std::fill(grad_x, grad_x + s.batch * s.in_channels * s.input_size(), T(0));
-    parallel_for(0, units * blocks, 1, [&](int64_t lo, int64_t hi) {
+    int64_t grain = task_grain(p.out_group * per_block * taps * p.columns);
+    parallel_for(0, units * blocks, grain, [&](int64_t lo, int64_t hi) {
         std::vector<T> col(p.pointwise ? 0 : size_t(per_block * taps * p.chunk));
         for (int64_t task = lo; task < hi; ++task) {
             int64_t block = task % blocks, unit = task / blocks;
@@ -248,7 +258,8 @@ template <typename T>
 void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const ConvShape& s) {
     Plan p = make_plan(s, sizeof(T));
     int64_t tasks = s.batch * s.groups * p.chunks;
-    int64_t parts = std::min<int64_t>(get_num_threads(), tasks);
+    int64_t work = tasks * p.out_group * p.rows * p.chunk;
+    int64_t parts = std::clamp<int64_t>(work / kParallelWork, 1, std::min<int64_t>(get_num_threads(), tasks));
     int64_t weight_size = s.out_channels * p.rows;
     std::vector<T> partials(size_t(std::max<int64_t>(0, parts - 1) * weight_size), T(0));
     std::fill(grad_weight, grad_weight + weight_size, T(0));

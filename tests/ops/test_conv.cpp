@@ -168,7 +168,9 @@ TEST_CASE("conv: gradients match finite differences", "[ops][conv]") {
 
 TEST_CASE("conv: backward matches naive loops across GEMM chunks and groups", "[ops][conv]") {
     // 64 input channels x 9 taps make im2col chunks narrower than the 400 output positions.
+    // A single sample splits grad_input by input channels (two threads or more).
     for (const Problem& given : {problem({2, 64, 20, 20}, {8, 64, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 32, 16, 16}, {16, 32, 3, 3}, {1}, {1}, {1}, 1),
                                  problem({3, 8, 9, 11}, {6, 4, 3, 2}, {1, 2}, {1, 0}, {2, 1}, 2),
                                  problem({2, 4, 6, 5, 7}, {4, 1, 3, 3, 3}, {2}, {1}, {1}, 4)}) {
         Problem p = expanded(given);
