@@ -213,6 +213,7 @@ template <typename T>
 void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const ConvShape& s) {
     Plan p = make_plan(s, sizeof(T));
     int64_t units = s.batch * s.groups, threads = get_num_threads();
+    if (units == 0) return;
     int64_t blocks = units >= threads ? 1 : std::min(p.in_group, (threads + units - 1) / units);
     int64_t per_block = (p.in_group + blocks - 1) / blocks;
     int64_t taps = s.kernel_size();
@@ -263,6 +264,7 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
     int64_t weight_size = s.out_channels * p.rows;
     std::vector<T> partials(size_t(std::max<int64_t>(0, parts - 1) * weight_size), T(0));
     std::fill(grad_weight, grad_weight + weight_size, T(0));
+    if (tasks == 0) return;
     parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
         std::vector<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
         for (int64_t part = lo; part < hi; ++part) {
@@ -336,7 +338,7 @@ void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
 // Shapes: grad_y (B, C, S...) -> grad_bias (C); one channel per task, samples in order.
 void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias) {
     int64_t batch = grad_y.shape[0], channels = grad_y.shape[1];
-    int64_t size = channels == 0 ? 0 : grad_y.numel() / (batch * channels);
+    int64_t size = batch * channels == 0 ? 0 : grad_y.numel() / (batch * channels);
     dispatch_floating(grad_bias.dtype, "conv", [&]<typename T>() {
         const T* g = grad_y.ptr<const T>();
         T* out = grad_bias.ptr<T>();
@@ -358,7 +360,7 @@ void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias)
 
 void conv_add_bias(const StridedView& y, const StridedView& bias) {
     int64_t batch = y.shape[0], channels = y.shape[1];
-    int64_t size = channels == 0 ? 0 : y.numel() / (batch * channels);
+    int64_t size = batch * channels == 0 ? 0 : y.numel() / (batch * channels);
     dispatch_floating(y.dtype, "conv", [&]<typename T>() {
         T* out = y.ptr<T>();
         const T* b = bias.ptr<const T>();

@@ -115,6 +115,8 @@ std::vector<Problem> problems() {
         problem({2, 4, 13}, {6, 2, 3}, {2}, {2}, {3}, 2),
         problem({2, 3, 9, 7}, {4, 3, 3, 3}, {1}, {1}, {1}, 1),
         problem({2, 6, 7, 9}, {6, 1, 3, 3}, {1}, {1}, {1}, 6),
+        problem({1, 2, 4, 21}, {2, 1, 3, 3}, {1}, {1}, {1}, 2),
+        problem({2, 3, 20}, {3, 1, 3}, {1}, {1}, {1}, 3),
         problem({1, 5, 8, 7}, {5, 1, 3, 3}, {2, 2}, {1, 1}, {1}, 5),
         problem({2, 3, 9, 8}, {3, 1, 3, 2}, {2, 1}, {2, 0}, {2, 3}, 3),
         problem({2, 4, 10, 8}, {6, 2, 3, 3}, {2, 2}, {2, 1}, {2, 1}, 2),
@@ -222,7 +224,7 @@ TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
     }, {random_input({1, 2, 3, 4, 3}, 28), random_input({2, 1, 2, 3, 2}, 29)});
 }
 
-TEST_CASE("conv: non-contiguous and unbatched inputs", "[ops][conv]") {
+TEST_CASE("conv: non-contiguous, unbatched and empty-batch inputs", "[ops][conv]") {
     Tensor x = random_input({2, 4, 6, 5}, 30), w = random_input({4, 2, 3, 3}, 31);
     Tensor b = random_input({4}, 32);
     Tensor want = conv2d(x, w, b, {1}, {1}, {1}, 2);
@@ -239,6 +241,16 @@ TEST_CASE("conv: non-contiguous and unbatched inputs", "[ops][conv]") {
     require_close(single, want.slice(0, 1, 2).squeeze(0).contiguous().to_vector<double>(), 1e-12);
     gradcheck([](const std::vector<Tensor>& in) { return conv1d(in[0], in[1], Tensor(), {1}, {3}, {1}, 3); },
               {random_input({3, 7}, 37), random_input({3, 1, 4}, 38)});
+    for (int64_t groups : {1, 4}) {
+        Tensor empty_x = zeros({0, 4, 5, 5}, DType::float64);
+        Tensor filter = random_input({4, 4 / groups, 3, 3}, 39);
+        empty_x.requires_grad_();
+        filter.requires_grad_();
+        Tensor y = conv2d(empty_x, filter, Tensor(), {1}, {1}, {1}, groups);
+        CHECK(y.shape() == Shape{0, 4, 5, 5});
+        sum(y).backward();
+        require_close(filter.grad(), zeros({4, 4 / groups, 3, 3}, DType::float64).to_vector<double>());
+    }
 }
 
 TEST_CASE("conv_transpose: forward matches the scatter loop, gradients match finite differences",
