@@ -160,11 +160,13 @@ Tensor conv_mode(const char* op, int nd, const Tensor& input, const Tensor& weig
     if (mode.mode == "same") {
         std::vector<int64_t> stride = per_dim(stride_arg, nd, op, "stride", 1);
         for (int64_t v : stride)
-            LUMEN_CHECK(v == 1, op, "padding='same' is not supported for strided convolutions, "
-                        "got stride ", stride_arg);
+            LUMEN_CHECK(v == 1, op,
+                        "padding='same' is not supported for strided convolutions, "
+                        "got stride ",
+                        stride_arg);
         std::vector<int64_t> dilation = per_dim(dilation_arg, nd, op, "dilation", 1);
-        LUMEN_CHECK(weight.ndim() == nd + 2, op, "expects weight of rank ", nd + 2,
-                    ", got shape ", weight.shape());
+        LUMEN_CHECK(weight.ndim() == nd + 2, op, "expects weight of rank ", nd + 2, ", got shape ",
+                    weight.shape());
         for (int d = 0; d < nd; ++d) {
             int64_t total = dilation[d] * (weight.size(2 + d) - 1);
             before[d] = total / 2;
@@ -177,9 +179,45 @@ Tensor conv_mode(const char* op, int nd, const Tensor& input, const Tensor& weig
     return conv_nd(op, nd, input, weight, bias, stride_arg, before, after, dilation_arg, groups);
 }
 
-// Transposed convolution = grad_input of the convolution whose input is this op's output:
-// the ConvShape below describes that convolution (in and out swapped).
-// grad_x = conv(grad_y, weight); grad_weight = conv's grad_weight with x as its grad_y.
+// y = conv_transpose(x, weight) + bias for a batched x, `s` describing the convolution whose
+// input is y (in and out swapped), so the forward is that convolution's grad_input kernel.
+// grad_x = conv(grad_y, weight); grad_weight = conv's grad_weight with x as its grad_y;
+// grad_bias = sum grad_y.
+Tensor conv_transpose_recorded(const char* op, const Tensor& x, const Tensor& weight,
+                               const Tensor& bias, const ConvShape& s, const Shape& out_shape) {
+    Tensor xc = contiguous_no_grad(x), wc = contiguous_no_grad(weight);
+    Tensor bc = contiguous_no_grad(bias);
+    Tensor y = empty(out_shape, x.dtype(), x.device());
+    cpu::conv_backward_input(strided(xc, op), strided(wc, op), strided(y, op), s);
+    if (bias.defined()) cpu::conv_add_bias(strided(y, op), strided(bc, op));
+    if (!needs_recording({x, weight, bias})) return y;
+    bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+    bool need_b = bias.defined() && bias.requires_grad();
+    SavedTensor saved_x = need_w ? save(xc) : SavedTensor();
+    SavedTensor saved_w = need_x ? save(wc) : SavedTensor();
+    Shape x_shape = x.shape(), w_shape = weight.shape();
+    record_backward(op, {x, weight, bias}, y, [=](const Tensor& grad_out) {
+        Tensor g = grad_out.contiguous();
+        std::vector<Tensor> grads(3);
+        if (need_x) {
+            grads[0] = empty(x_shape, g.dtype(), g.device());
+            cpu::conv_forward(strided(g, op), strided(saved_w.get(), op), StridedView{},
+                              strided(grads[0], op), s);
+        }
+        if (need_w) {
+            grads[1] = empty(w_shape, g.dtype(), g.device());
+            cpu::conv_backward_weight(strided(g, op), strided(saved_x.get(), op),
+                                      strided(grads[1], op), s);
+        }
+        if (need_b) {
+            grads[2] = empty({s.in_channels}, g.dtype(), g.device());
+            cpu::conv_backward_bias(strided(g, op), strided(grads[2], op));
+        }
+        return grads;
+    });
+    return y;
+}
+
 Tensor conv_transpose_nd(const char* op, int nd, const Tensor& input, const Tensor& weight,
                          const Tensor& bias, const std::vector<int64_t>& stride_arg,
                          const std::vector<int64_t>& padding_arg,
@@ -196,23 +234,21 @@ Tensor conv_transpose_nd(const char* op, int nd, const Tensor& input, const Tens
                 " (input shape ", input.shape(), ")");
     LUMEN_CHECK(in_channels % groups == 0, op, "groups = ", groups,
                 " must divide the input channels (", in_channels, ")");
-    int64_t out_channels = weight.size(1) * groups;
-    check_bias(op, bias, out_channels);
-    ConvShape s;
+    check_bias(op, bias, weight.size(1) * groups);
+    ConvShape s;  // the adjoint convolution: in and out swapped
     s.batch = x.size(0);
-    s.in_channels = out_channels;
+    s.in_channels = weight.size(1) * groups;
     s.out_channels = in_channels;
     s.groups = groups;
-    Shape out_shape = {s.batch, out_channels};
+    Shape out_shape = {s.batch, s.in_channels};
     for (int d = 0; d < nd; ++d) {
         int e = 3 - nd + d;
         int64_t size = x.size(2 + d), k = weight.size(2 + d);
         LUMEN_CHECK(output_padding[d] < stride[d] || output_padding[d] < dilation[d], op,
-                    "output_padding ", output_padding_arg,
-                    " must be smaller than either stride ", stride_arg, " or dilation ",
-                    dilation_arg);
-        int64_t out = (size - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k - 1) +
-                      output_padding[d] + 1;
+                    "output_padding ", output_padding_arg, " must be smaller than either stride ",
+                    stride_arg, " or dilation ", dilation_arg);
+        int64_t out =
+            (size - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k - 1) + output_padding[d] + 1;
         LUMEN_CHECK(k > 0 && out > 0, op, "output size ", out, " in spatial dim ", d,
                     " is not positive (input shape ", input.shape(), ", weight shape ",
                     weight.shape(), ", padding ", padding_arg, ")");
@@ -224,37 +260,7 @@ Tensor conv_transpose_nd(const char* op, int nd, const Tensor& input, const Tens
         s.dilation[e] = dilation[d];
         out_shape.push_back(out);
     }
-    Tensor xc = contiguous_no_grad(x), wc = contiguous_no_grad(weight);
-    Tensor bc = contiguous_no_grad(bias);
-    Tensor y = empty(out_shape, x.dtype(), x.device());
-    cpu::conv_backward_input(strided(xc, op), strided(wc, op), strided(y, op), s);
-    if (bias.defined()) cpu::conv_add_bias(strided(y, op), strided(bc, op));
-    if (needs_recording({x, weight, bias})) {
-        bool need_x = x.requires_grad(), need_w = weight.requires_grad();
-        bool need_b = bias.defined() && bias.requires_grad();
-        SavedTensor saved_x = need_w ? save(xc) : SavedTensor();
-        SavedTensor saved_w = need_x ? save(wc) : SavedTensor();
-        Shape x_shape = x.shape(), w_shape = weight.shape();
-        record_backward(op, {x, weight, bias}, y, [=](const Tensor& grad_out) {
-            Tensor g = grad_out.contiguous();
-            std::vector<Tensor> grads(3);
-            if (need_x) {
-                grads[0] = empty(x_shape, g.dtype(), g.device());
-                cpu::conv_forward(strided(g, op), strided(saved_w.get(), op), StridedView{},
-                                  strided(grads[0], op), s);
-            }
-            if (need_w) {
-                grads[1] = empty(w_shape, g.dtype(), g.device());
-                cpu::conv_backward_weight(strided(g, op), strided(saved_x.get(), op),
-                                          strided(grads[1], op), s);
-            }
-            if (need_b) {
-                grads[2] = empty({out_channels}, g.dtype(), g.device());
-                cpu::conv_backward_bias(strided(g, op), strided(grads[2], op));
-            }
-            return grads;
-        });
-    }
+    Tensor y = conv_transpose_recorded(op, x, weight, bias, s, out_shape);
     return input.ndim() == nd + 1 ? y.squeeze(0) : y;
 }
 

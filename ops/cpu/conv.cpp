@@ -75,7 +75,8 @@ Plan make_plan(const ConvShape& s, int64_t element_bytes) {
     p.columns = s.output_size();
     p.pointwise = s.kernel_size() == 1;
     for (int d = 0; d < 3; ++d) p.pointwise &= s.stride[d] == 1 && s.padding[d] == 0;
-    int64_t chunk = std::max(kMinChunkColumns, kColBytes / std::max<int64_t>(1, p.rows * element_bytes));
+    int64_t chunk =
+        std::max(kMinChunkColumns, kColBytes / std::max<int64_t>(1, p.rows * element_bytes));
     // Enough chunks for every thread even when there are fewer (sample, group) pairs.
     int64_t units = s.batch * s.groups, threads = get_num_threads();
     if (units < threads) chunk = std::min(chunk, (p.columns * units + threads - 1) / threads);
@@ -128,24 +129,24 @@ void im2col(const T* x, const ConvShape& s, int64_t channels, int64_t first, int
         T* out = col + row * width;
         int64_t offset = kw * s.dilation[2] - s.padding[2];
         Range w = valid_range(s.output[2], sw, offset, s.input[2]);
-        for_each_output_row(s, kd, kh, first, last, [&](int64_t in_row, int64_t ow, int64_t count,
-                                                        int64_t column) {
-            T* dst = out + column;
-            if (in_row < 0) {
-                std::fill(dst, dst + count, T(0));
-                return;
-            }
-            int64_t a = std::clamp(w.lo - ow, int64_t(0), count);
-            int64_t b = std::clamp(w.hi - ow, a, count);
-            const T* src = channel + in_row + offset + ow * sw;
-            std::fill(dst, dst + a, T(0));
-            if (sw == 1) {
-                std::copy(src + a, src + b, dst + a);
-            } else {
-                for (int64_t j = a; j < b; ++j) dst[j] = src[j * sw];
-            }
-            std::fill(dst + b, dst + count, T(0));
-        });
+        for_each_output_row(s, kd, kh, first, last,
+                            [&](int64_t in_row, int64_t ow, int64_t count, int64_t column) {
+                                T* dst = out + column;
+                                if (in_row < 0) {
+                                    std::fill(dst, dst + count, T(0));
+                                    return;
+                                }
+                                int64_t a = std::clamp(w.lo - ow, int64_t(0), count);
+                                int64_t b = std::clamp(w.hi - ow, a, count);
+                                const T* src = channel + in_row + offset + ow * sw;
+                                std::fill(dst, dst + a, T(0));
+                                if (sw == 1) {
+                                    std::copy(src + a, src + b, dst + a);
+                                } else {
+                                    for (int64_t j = a; j < b; ++j) dst[j] = src[j * sw];
+                                }
+                                std::fill(dst + b, dst + count, T(0));
+                            });
     });
 }
 
@@ -158,15 +159,15 @@ void col2im(const T* col, const ConvShape& s, int64_t channels, int64_t first, i
         const T* in = col + row * width;
         int64_t offset = kw * s.dilation[2] - s.padding[2];
         Range w = valid_range(s.output[2], sw, offset, s.input[2]);
-        for_each_output_row(s, kd, kh, first, last, [&](int64_t in_row, int64_t ow, int64_t count,
-                                                        int64_t column) {
-            if (in_row < 0) return;
-            int64_t a = std::clamp(w.lo - ow, int64_t(0), count);
-            int64_t b = std::clamp(w.hi - ow, a, count);
-            T* dst = channel + in_row + offset + ow * sw;
-            const T* src = in + column;
-            for (int64_t j = a; j < b; ++j) dst[j * sw] += src[j];
-        });
+        for_each_output_row(s, kd, kh, first, last,
+                            [&](int64_t in_row, int64_t ow, int64_t count, int64_t column) {
+                                if (in_row < 0) return;
+                                int64_t a = std::clamp(w.lo - ow, int64_t(0), count);
+                                int64_t b = std::clamp(w.hi - ow, a, count);
+                                T* dst = channel + in_row + offset + ow * sw;
+                                const T* src = in + column;
+                                for (int64_t j = a; j < b; ++j) dst[j * sw] += src[j];
+                            });
     });
 }
 
@@ -235,8 +236,9 @@ void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const Con
                 int64_t first = chunk * p.chunk, last = std::min(p.columns, first + p.chunk);
                 int64_t width = last - first;
                 if (width <= 0) continue;
-                ConstRowMap<T> gy(grad_y + (b * s.out_channels + g * p.out_group) * p.columns + first,
-                                  p.out_group, width, Eigen::OuterStride<>(p.columns));
+                ConstRowMap<T> gy(
+                    grad_y + (b * s.out_channels + g * p.out_group) * p.columns + first,
+                    p.out_group, width, Eigen::OuterStride<>(p.columns));
                 if (p.pointwise) {
                     RowMap<T> out(x_block + first, rows, width, Eigen::OuterStride<>(p.columns));
                     out.noalias() = w.transpose() * gy;
@@ -260,7 +262,8 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
     Plan p = make_plan(s, sizeof(T));
     int64_t tasks = s.batch * s.groups * p.chunks;
     int64_t work = tasks * p.out_group * p.rows * p.chunk;
-    int64_t parts = std::clamp<int64_t>(work / kParallelWork, 1, std::min<int64_t>(get_num_threads(), tasks));
+    int64_t parts =
+        std::clamp<int64_t>(work / kParallelWork, 1, std::min<int64_t>(get_num_threads(), tasks));
     int64_t weight_size = s.out_channels * p.rows;
     std::vector<T> partials(size_t(std::max<int64_t>(0, parts - 1) * weight_size), T(0));
     std::fill(grad_weight, grad_weight + weight_size, T(0));
@@ -276,12 +279,14 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
                 int64_t width = last - first;
                 if (width <= 0) continue;
                 const T* x_group = x + (b * s.in_channels + g * p.in_group) * s.input_size();
-                ConstRowMap<T> gy(grad_y + (b * s.out_channels + g * p.out_group) * p.columns + first,
-                                  p.out_group, width, Eigen::OuterStride<>(p.columns));
+                ConstRowMap<T> gy(
+                    grad_y + (b * s.out_channels + g * p.out_group) * p.columns + first,
+                    p.out_group, width, Eigen::OuterStride<>(p.columns));
                 RowMap<T> gw(target + g * p.out_group * p.rows, p.out_group, p.rows,
                              Eigen::OuterStride<>(p.rows));
                 if (p.pointwise) {
-                    ConstRowMap<T> in(x_group + first, p.rows, width, Eigen::OuterStride<>(p.columns));
+                    ConstRowMap<T> in(x_group + first, p.rows, width,
+                                      Eigen::OuterStride<>(p.columns));
                     gw.noalias() += gy * in.transpose();
                 } else {
                     im2col(x_group, s, p.in_group, first, last, col.data());

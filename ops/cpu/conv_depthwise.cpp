@@ -130,7 +130,8 @@ void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const Con
         }
         std::vector<T> reversed(size_t(s.in_channels * taps));
         for (int64_t c = 0; c < s.in_channels; ++c)
-            for (int64_t k = 0; k < taps; ++k) reversed[c * taps + k] = weight[c * taps + taps - 1 - k];
+            for (int64_t k = 0; k < taps; ++k)
+                reversed[c * taps + k] = weight[c * taps + taps - 1 - k];
         forward_typed<T>(grad_y, reversed.data(), nullptr, grad_x, flipped);
         return;
     }
@@ -182,8 +183,7 @@ void row_weight_grad(const T* gy_row, const T* x_row, T* gw, const ConvShape& s)
     for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
         int64_t offset = kw * s.dilation[2] - s.padding[2];
         Range r = valid_range(s.output[2], sw, offset, s.input[2]);
-        if (r.lo < r.hi)
-            gw[kw] += dot(gy_row + r.lo, x_row + offset + r.lo * sw, r.hi - r.lo, sw);
+        if (r.lo < r.hi) gw[kw] += dot(gy_row + r.lo, x_row + offset + r.lo * sw, r.hi - r.lo, sw);
     }
 }
 
@@ -192,7 +192,8 @@ void row_weight_grad(const T* gy_row, const T* x_row, T* gw, const ConvShape& s)
 template <typename T>
 void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const ConvShape& s) {
     int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
-    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.batch * out_size * taps));
+    int64_t grain =
+        std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.batch * out_size * taps));
     parallel_for(0, s.in_channels, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t c = lo; c < hi; ++c) {
             T* gw = grad_weight + c * taps;

@@ -26,7 +26,8 @@ struct Problem {
         Shape shape = {x[0], w[0]};
         for (size_t d = 0; d < nd(); ++d)
             shape.push_back((x[d + 2] + before[d] + after[d] - dilation[d] * (w[d + 2] - 1) - 1) /
-                                stride[d] + 1);
+                                stride[d] +
+                            1);
         return shape;
     }
 };
@@ -78,7 +79,9 @@ std::vector<double> reference_forward(const Problem& p, const Tensor& x, const T
         int64_t spatial = int64_t(y.size()) / (p.y()[0] * p.y()[1]);
         for (size_t i = 0; i < y.size(); ++i) y[i] = bv[size_t(int64_t(i) / spatial % p.y()[1])];
     }
-    visit(p, [&](int64_t yi, int64_t xi, int64_t wi) { y[size_t(yi)] += xv[size_t(xi)] * wv[size_t(wi)]; });
+    visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
+        y[size_t(yi)] += xv[size_t(xi)] * wv[size_t(wi)];
+    });
     return y;
 }
 
@@ -92,7 +95,9 @@ std::vector<double> reference_transpose(const Problem& conv, const Tensor& x, co
         std::vector<double> bv = bias.to_vector<double>();
         for (size_t i = 0; i < y.size(); ++i) y[i] = bv[size_t(int64_t(i) / spatial % conv.x[1])];
     }
-    visit(conv, [&](int64_t yi, int64_t xi, int64_t wi) { y[size_t(xi)] += xv[size_t(yi)] * wv[size_t(wi)]; });
+    visit(conv, [&](int64_t yi, int64_t xi, int64_t wi) {
+        y[size_t(xi)] += xv[size_t(yi)] * wv[size_t(wi)];
+    });
     return y;
 }
 
@@ -148,10 +153,10 @@ TEST_CASE("conv: forward matches a naive loop for dense, grouped and depthwise p
         Tensor y = run_conv(given, x, w, b);
         require_close(y, reference_forward(p, x, w, b), 1e-10, 1e-12);
         CHECK(y.shape() == p.y());
-        require_close(run_conv(given, x, w, Tensor()), reference_forward(p, x, w, Tensor()),
-                      1e-10, 1e-12);
-        Tensor y32 = run_conv(given, x.to(DType::float32), w.to(DType::float32),
-                              b.to(DType::float32));
+        require_close(run_conv(given, x, w, Tensor()), reference_forward(p, x, w, Tensor()), 1e-10,
+                      1e-12);
+        Tensor y32 =
+            run_conv(given, x.to(DType::float32), w.to(DType::float32), b.to(DType::float32));
         CHECK(y32.dtype() == DType::float32);
         require_close(y32, y.to_vector<double>(), 1e-4, 1e-5);
     }
@@ -163,8 +168,9 @@ TEST_CASE("conv: gradients match finite differences", "[ops][conv]") {
         if (shape_numel(given.w) > 120) continue;  // the large dense ones: see the test below
         INFO("x " << text(given.x) << " w " << text(given.w) << " groups " << given.groups);
         Tensor x = random_input(given.x, seed++), w = random_input(given.w, seed++);
-        gradcheck([&](const std::vector<Tensor>& in) { return run_conv(given, in[0], in[1], in[2]); },
-                  {x, w, random_input({given.w[0]}, seed++)});
+        gradcheck(
+            [&](const std::vector<Tensor>& in) { return run_conv(given, in[0], in[1], in[2]); },
+            {x, w, random_input({given.w[0]}, seed++)});
     }
 }
 
@@ -193,7 +199,8 @@ TEST_CASE("conv: backward matches naive loops across GEMM chunks and groups", "[
         require_close(w.grad(), grad_w, 1e-10, 1e-12);
         std::vector<double> grad_b(size_t(p.w[0]), 0.0);
         int64_t spatial = int64_t(rv.size()) / (p.y()[0] * p.y()[1]);
-        for (size_t i = 0; i < rv.size(); ++i) grad_b[size_t(int64_t(i) / spatial % p.w[0])] += rv[i];
+        for (size_t i = 0; i < rv.size(); ++i)
+            grad_b[size_t(int64_t(i) / spatial % p.w[0])] += rv[i];
         require_close(b.grad(), grad_b, 1e-10, 1e-12);
     }
 }
@@ -217,11 +224,16 @@ TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
         require_close(conv1d(seq, filter, Tensor(), {1}, "same", {1}, 6),
                       reference_forward(q, seq, filter, Tensor()), 1e-10, 1e-12);
     }
-    gradcheck([](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], {1}, "same", {2, 1}); },
-              {random_input({1, 2, 5, 4}, 25), random_input({3, 2, 4, 2}, 26), random_input({3}, 27)});
-    gradcheck([](const std::vector<Tensor>& in) {
-        return conv3d(in[0], in[1], Tensor(), {1}, "same", {1}, 2);
-    }, {random_input({1, 2, 3, 4, 3}, 28), random_input({2, 1, 2, 3, 2}, 29)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return conv2d(in[0], in[1], in[2], {1}, "same", {2, 1});
+        },
+        {random_input({1, 2, 5, 4}, 25), random_input({3, 2, 4, 2}, 26), random_input({3}, 27)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return conv3d(in[0], in[1], Tensor(), {1}, "same", {1}, 2);
+        },
+        {random_input({1, 2, 3, 4, 3}, 28), random_input({2, 1, 2, 3, 2}, 29)});
 }
 
 TEST_CASE("conv: non-contiguous, unbatched and empty-batch inputs", "[ops][conv]") {
@@ -233,14 +245,20 @@ TEST_CASE("conv: non-contiguous, unbatched and empty-batch inputs", "[ops][conv]
     Tensor dw = random_input({4, 1, 3, 3}, 33);
     require_close(conv2d(noncontiguous(x), dw, Tensor(), {1}, {1}, {1}, 4),
                   conv2d(x, dw, Tensor(), {1}, {1}, {1}, 4).to_vector<double>(), 1e-12);
-    gradcheck([](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], {2, 1}, {1}, {1}, 2); },
-              {noncontiguous(random_input({1, 4, 5, 4}, 34)), noncontiguous(random_input({2, 2, 3, 2}, 35)),
-               random_input({2}, 36)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return conv2d(in[0], in[1], in[2], {2, 1}, {1}, {1}, 2);
+        },
+        {noncontiguous(random_input({1, 4, 5, 4}, 34)),
+         noncontiguous(random_input({2, 2, 3, 2}, 35)), random_input({2}, 36)});
     Tensor single = conv2d(x.slice(0, 1, 2).squeeze(0), w, b, {1}, {1}, {1}, 2);
     CHECK(single.shape() == Shape{4, 6, 5});
     require_close(single, want.slice(0, 1, 2).squeeze(0).contiguous().to_vector<double>(), 1e-12);
-    gradcheck([](const std::vector<Tensor>& in) { return conv1d(in[0], in[1], Tensor(), {1}, {3}, {1}, 3); },
-              {random_input({3, 7}, 37), random_input({3, 1, 4}, 38)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return conv1d(in[0], in[1], Tensor(), {1}, {3}, {1}, 3);
+        },
+        {random_input({3, 7}, 37), random_input({3, 1, 4}, 38)});
     for (int64_t groups : {1, 4}) {
         Tensor empty_x = zeros({0, 4, 5, 5}, DType::float64);
         Tensor filter = random_input({4, 4 / groups, 3, 3}, 39);
@@ -249,7 +267,8 @@ TEST_CASE("conv: non-contiguous, unbatched and empty-batch inputs", "[ops][conv]
         Tensor y = conv2d(empty_x, filter, Tensor(), {1}, {1}, {1}, groups);
         CHECK(y.shape() == Shape{0, 4, 5, 5});
         sum(y).backward();
-        require_close(filter.grad(), zeros({4, 4 / groups, 3, 3}, DType::float64).to_vector<double>());
+        require_close(filter.grad(),
+                      zeros({4, 4 / groups, 3, 3}, DType::float64).to_vector<double>());
     }
 }
 
@@ -291,19 +310,27 @@ TEST_CASE("conv_transpose: forward matches the scatter loop, gradients match fin
         gradcheck(run, {x, w, b});
     }
     Tensor w = random_input({2, 3, 3, 3}, 51);
-    gradcheck([](const std::vector<Tensor>& in) {
-        return conv_transpose2d(in[0], in[1], Tensor(), {2}, {1}, {1});
-    }, {noncontiguous(random_input({1, 2, 3, 4}, 52)), noncontiguous(w)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return conv_transpose2d(in[0], in[1], Tensor(), {2}, {1}, {1});
+        },
+        {noncontiguous(random_input({1, 2, 3, 4}, 52)), noncontiguous(w)});
     CHECK(conv_transpose2d(random_input({2, 3, 4}, 53), w).shape() == Shape{3, 5, 6});
 }
 
 TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]") {
     Tensor x = random_input({2, 4, 6, 6}), w = random_input({6, 4, 3, 3});
     require_error([&] { conv2d(x, random_input({6, 3, 3, 3})); }, {"[conv2d]", "4 channels", "3"});
-    require_error([&] { conv2d(x, random_input({6, 2, 3, 3}), Tensor(), {1}, {0}, {1}, 3); },
-                  {"[conv2d]", "groups = 3", "must divide"});
-    require_error([&] { conv2d(x, random_input({6, 4, 7, 3})); },
-                  {"[conv2d]", "kernel size 7", "padded input size 6"});
+    require_error(
+        [&] {
+            conv2d(x, random_input({6, 2, 3, 3}), Tensor(), {1}, {0}, {1}, 3);
+        },
+        {"[conv2d]", "groups = 3", "must divide"});
+    require_error(
+        [&] {
+            conv2d(x, random_input({6, 4, 7, 3}));
+        },
+        {"[conv2d]", "kernel size 7", "padded input size 6"});
     require_error([&] { conv2d(x, w, Tensor(), {1}, {0}, {3}); }, {"[conv2d]", "larger than"});
     require_error([&] { conv2d(random_input({4, 6}), w); }, {"[conv2d]", "rank", "[4, 6]"});
     require_error([&] { conv1d(x, w); }, {"[conv1d]", "rank"});
@@ -318,18 +345,27 @@ TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]
     require_error([&] { conv2d(x, w, random_input({5})); }, {"[conv2d]", "bias", "(6)"});
     require_error([&] { conv2d(x, w.to(DType::float32)); }, {"[conv2d]", "dtype"});
     require_error([&] { conv2d(x, w, Tensor(), {1}, {0}, {1}, 0); }, {"[conv2d]", "groups"});
-    require_error([&] { conv_transpose2d(x, random_input({3, 2, 3, 3})); },
-                  {"[conv_transpose2d]", "4 channels"});
-    require_error([&] { conv_transpose2d(x, random_input({4, 2, 3, 3}), Tensor(), {2}, {0}, {2}); },
-                  {"[conv_transpose2d]", "output_padding"});
-    require_error([&] { conv_transpose3d(x, random_input({4, 2, 3, 3})); },
-                  {"[conv_transpose3d]", "rank"});
+    require_error(
+        [&] {
+            conv_transpose2d(x, random_input({3, 2, 3, 3}));
+        },
+        {"[conv_transpose2d]", "4 channels"});
+    require_error(
+        [&] {
+            conv_transpose2d(x, random_input({4, 2, 3, 3}), Tensor(), {2}, {0}, {2});
+        },
+        {"[conv_transpose2d]", "output_padding"});
+    require_error(
+        [&] {
+            conv_transpose3d(x, random_input({4, 2, 3, 3}));
+        },
+        {"[conv_transpose3d]", "rank"});
 }
 
 TEST_CASE("conv: the PyTorch oracle vectors pass with their tolerances", "[ops][conv][oracle]") {
-    for (const char* name : {"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise",
-                             "conv2d_patch", "conv2d_strided_dilated", "conv3d",
-                             "conv_transpose2d", "conv_transpose3d"}) {
+    for (const char* name :
+         {"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise", "conv2d_patch",
+          "conv2d_strided_dilated", "conv3d", "conv_transpose2d", "conv_transpose3d"}) {
         std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
         cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
         INFO(cli::format_result(result));

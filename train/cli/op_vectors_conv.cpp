@@ -45,8 +45,8 @@ VectorAdapter conv_transpose_adapter(ConvTransposeFn op) {
     return [op](VectorCall& call) {
         Tensor y = op(call.input("input"), call.input("weight"), call.optional_input("bias"),
                       call.config.get_ints("stride", {1}), call.config.get_ints("padding", {0}),
-                      call.config.get_ints("output_padding", {0}),
-                      call.config.get_int("groups", 1), call.config.get_ints("dilation", {1}));
+                      call.config.get_ints("output_padding", {0}), call.config.get_int("groups", 1),
+                      call.config.get_ints("dilation", {1}));
         return TensorMap{{"y", y}};
     };
 }
