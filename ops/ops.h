@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ops/creation.h"
+#include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/layout.h"

@@ -1,0 +1,64 @@
+// Internal: the CPU kernels of convolution and transposed convolution. Every problem is seen
+// as 3-D (1-D and 2-D convolutions have leading spatial dims of size 1), on contiguous NC(D)HW
+// tensors. A transposed convolution is the adjoint of a convolution, so it runs the same three
+// kernels with input and output swapped (ops/conv.cpp arranges that). No CUDA kernels yet.
+#pragma once
+
+#include <cstdint>
+
+#include "core/strided.h"
+
+namespace lumen {
+
+// One convolution x (batch, in_channels, input...) -> y (batch, out_channels, output...) with
+// weight (out_channels, in_channels / groups, kernel...). Spatial arrays are (D, H, W).
+// `padding` is the padding before each dim (zeros); the padding after it is implied by
+// `output` (asymmetric "same" padding needs no more). Output position o reads input positions
+// o * stride - padding + k * dilation for k < kernel.
+struct ConvShape {
+    int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+    int64_t input[3] = {1, 1, 1}, output[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
+    int64_t stride[3] = {1, 1, 1}, padding[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
+
+    int64_t input_size() const { return input[0] * input[1] * input[2]; }
+    int64_t output_size() const { return output[0] * output[1] * output[2]; }
+    int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+    // groups == in_channels == out_channels: each channel is convolved with its own filter.
+    bool is_depthwise() const { return groups == in_channels && groups == out_channels; }
+};
+
+namespace cpu {
+
+// y = conv(x, weight) + bias (bias.data == nullptr for none). All views contiguous, one
+// float dtype. Depthwise problems run direct loops, the others im2col + GEMM.
+void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
+                  const StridedView& y, const ConvShape& shape);
+
+// grad_x = conv^T(grad_y, weight): every grad_y element scattered back through the kernel
+// taps (GEMM + col2im). Overwrites grad_x. Also the forward of transposed convolution.
+void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                         const StridedView& grad_x, const ConvShape& shape);
+
+// grad_weight = sum over the batch of grad_y (x) im2col(x)^T. Overwrites grad_weight.
+void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                          const StridedView& grad_weight, const ConvShape& shape);
+
+// grad_bias[c] = sum of grad_y over the batch and every spatial position of channel c.
+// grad_y (batch, channels, spatial...) contiguous; grad_bias (channels). Overwrites.
+void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias);
+
+// Adds bias[c] to every element of channel c of y (batch, channels, spatial...), contiguous.
+void conv_add_bias(const StridedView& y, const StridedView& bias);
+
+// The direct depthwise kernels behind the three above (shape.is_depthwise()), any kernel
+// size, stride, padding and dilation; in ops/cpu/conv_depthwise.cpp.
+void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
+                            const StridedView& bias, const StridedView& y, const ConvShape& shape);
+void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                   const StridedView& grad_x, const ConvShape& shape);
+void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                    const StridedView& grad_weight, const ConvShape& shape);
+
+}  // namespace cpu
+
+}  // namespace lumen

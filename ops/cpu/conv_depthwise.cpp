@@ -1,0 +1,244 @@
+// CPU depthwise convolution (groups == in_channels == out_channels), forward and backward, as
+// direct loops over one (sample, channel) plane at a time: an im2col GEMM with one filter per
+// group would do K multiply-adds per copied element. Any kernel, stride, padding and dilation
+// (1-D, 2-D and 3-D alike, seen as 3-D). Every output row is built from whole input rows,
+// one kernel tap at a time over the range of positions where the tap reads inside the input,
+// so the inner loops carry no bounds checks and vectorize at stride 1; kernels 3 wide at
+// stride 1 (3x3, 3x3x3, Mamba's k = 3) fuse their three taps in the forward pass over a row.
+#include <algorithm>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/parallel.h"
+#include "ops/conv_kernels.h"
+
+namespace lumen::cpu {
+
+namespace {
+
+// The output indices o in [0, count) with 0 <= o * stride + offset < size.
+struct Range {
+    int64_t lo, hi;
+};
+Range valid_range(int64_t count, int64_t stride, int64_t offset, int64_t size) {
+    int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+    int64_t last = size - 1 - offset;
+    int64_t hi = last < 0 ? 0 : std::min(count, last / stride + 1);
+    return {lo, std::max(lo, hi)};
+}
+
+// y_row[o] += sum over kw of w[kw] * x_row[o * stride + kw * dilation - padding] (W dim only).
+template <typename T>
+void accumulate_row(T* __restrict y_row, const T* __restrict x_row, const T* w,
+                    const ConvShape& s) {
+    int64_t count = s.output[2], size = s.input[2], sw = s.stride[2], dw = s.dilation[2];
+    int64_t pw = s.padding[2];
+    if (s.kernel[2] == 3 && sw == 1 && dw == 1) {
+        // Interior: all three taps inside; one fused pass. Edges: tap by tap below.
+        Range left = valid_range(count, 1, -pw, size), right = valid_range(count, 1, 2 - pw, size);
+        int64_t lo = std::max(left.lo, right.lo), hi = std::min(left.hi, right.hi);
+        if (lo < hi) {
+            T w0 = w[0], w1 = w[1], w2 = w[2];
+            const T* x0 = x_row - pw;
+            for (int64_t o = lo; o < hi; ++o)
+                y_row[o] += w0 * x0[o] + w1 * x0[o + 1] + w2 * x0[o + 2];
+            for (int64_t kw = 0; kw < 3; ++kw) {
+                Range r = valid_range(count, 1, kw - pw, size);
+                const T* x = x_row + kw - pw;
+                for (int64_t o = r.lo; o < std::min(r.hi, lo); ++o) y_row[o] += w[kw] * x[o];
+                for (int64_t o = std::max(r.lo, hi); o < r.hi; ++o) y_row[o] += w[kw] * x[o];
+            }
+            return;
+        }
+    }
+    for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
+        int64_t offset = kw * dw - pw;
+        Range r = valid_range(count, sw, offset, size);
+        T tap = w[kw];
+        const T* x = x_row + offset;
+        if (sw == 1) {
+            for (int64_t o = r.lo; o < r.hi; ++o) y_row[o] += tap * x[o];
+        } else {
+            for (int64_t o = r.lo; o < r.hi; ++o) y_row[o] += tap * x[o * sw];
+        }
+    }
+}
+
+// Calls row(input_row_offset, tap_offset) for every kernel row (kd, kh) that reads inside
+// the input for output row (od, oh); offsets in elements from the plane start and weights.
+template <typename Row>
+void for_each_kernel_row(const ConvShape& s, int64_t od, int64_t oh, const Row& row) {
+    for (int64_t kd = 0; kd < s.kernel[0]; ++kd) {
+        int64_t id = od * s.stride[0] - s.padding[0] + kd * s.dilation[0];
+        if (id < 0 || id >= s.input[0]) continue;
+        for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
+            int64_t ih = oh * s.stride[1] - s.padding[1] + kh * s.dilation[1];
+            if (ih < 0 || ih >= s.input[1]) continue;
+            row((id * s.input[1] + ih) * s.input[2], (kd * s.kernel[1] + kh) * s.kernel[2]);
+        }
+    }
+}
+
+// One plane: y = bias + sum of taps, rows in order.
+template <typename T>
+void forward_plane(const T* x, const T* w, T bias, T* y, const ConvShape& s) {
+    for (int64_t od = 0; od < s.output[0]; ++od) {
+        for (int64_t oh = 0; oh < s.output[1]; ++oh) {
+            T* y_row = y + (od * s.output[1] + oh) * s.output[2];
+            std::fill(y_row, y_row + s.output[2], bias);
+            for_each_kernel_row(s, od, oh, [&](int64_t in_row, int64_t tap) {
+                accumulate_row(y_row, x + in_row, w + tap, s);
+            });
+        }
+    }
+}
+
+// Calls plane(b, c) for every (sample, channel) plane in parallel.
+template <typename Plane>
+void for_each_plane(const ConvShape& s, int64_t work_per_plane, const Plane& plane) {
+    int64_t planes = s.batch * s.in_channels;
+    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, work_per_plane));
+    parallel_for(0, planes, grain, [&](int64_t lo, int64_t hi) {
+        for (int64_t p = lo; p < hi; ++p) plane(p / s.in_channels, p % s.in_channels);
+    });
+}
+
+template <typename T>
+void forward_typed(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
+    int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
+    for_each_plane(s, out_size * taps, [&](int64_t b, int64_t c) {
+        int64_t plane = b * s.in_channels + c;
+        forward_plane(x + plane * in_size, weight + c * taps, bias ? bias[c] : T(0),
+                      y + plane * out_size, s);
+    });
+}
+
+// grad_x[i] = sum over taps k and outputs o with o * stride - padding + k * dilation = i of
+// w[k] grad_y[o]. At stride 1 that is a forward pass over grad_y with the kernel flipped and
+// padding (kernel - 1) * dilation - padding (negative padding crops, which valid_range allows);
+// otherwise each grad_y row is scattered through the taps.
+template <typename T>
+void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const ConvShape& s) {
+    int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
+    bool unit_stride = s.stride[0] == 1 && s.stride[1] == 1 && s.stride[2] == 1;
+    if (unit_stride) {
+        ConvShape flipped = s;
+        for (int d = 0; d < 3; ++d) {
+            flipped.input[d] = s.output[d];
+            flipped.output[d] = s.input[d];
+            flipped.padding[d] = (s.kernel[d] - 1) * s.dilation[d] - s.padding[d];
+        }
+        std::vector<T> reversed(size_t(s.in_channels * taps));
+        for (int64_t c = 0; c < s.in_channels; ++c)
+            for (int64_t k = 0; k < taps; ++k)
+                reversed[c * taps + k] = weight[c * taps + taps - 1 - k];
+        forward_typed<T>(grad_y, reversed.data(), nullptr, grad_x, flipped);
+        return;
+    }
+    for_each_plane(s, out_size * taps, [&](int64_t b, int64_t c) {
+        int64_t plane = b * s.in_channels + c;
+        const T* gy = grad_y + plane * out_size;
+        const T* w = weight + c * taps;
+        T* gx = grad_x + plane * in_size;
+        std::fill(gx, gx + in_size, T(0));
+        int64_t sw = s.stride[2];
+        for (int64_t od = 0; od < s.output[0]; ++od) {
+            for (int64_t oh = 0; oh < s.output[1]; ++oh) {
+                const T* gy_row = gy + (od * s.output[1] + oh) * s.output[2];
+                for_each_kernel_row(s, od, oh, [&](int64_t in_row, int64_t tap) {
+                    for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
+                        int64_t offset = kw * s.dilation[2] - s.padding[2];
+                        Range r = valid_range(s.output[2], sw, offset, s.input[2]);
+                        T* gx_row = gx + in_row + offset;
+                        T value = w[tap + kw];
+                        for (int64_t o = r.lo; o < r.hi; ++o) gx_row[o * sw] += value * gy_row[o];
+                    }
+                });
+            }
+        }
+    });
+}
+
+// sum of a[o] * b[o * stride] for o < n, in 8 independent lanes so that it vectorizes.
+template <typename T>
+T dot(const T* __restrict a, const T* __restrict b, int64_t n, int64_t stride) {
+    T lanes[8] = {};
+    int64_t o = 0;
+    if (stride == 1) {
+        for (; o + 8 <= n; o += 8)
+            for (int j = 0; j < 8; ++j) lanes[j] += a[o + j] * b[o + j];
+    }
+    T total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+              ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; o < n; ++o) total += a[o] * b[o * stride];
+    return total;
+}
+
+// grad_w[kw] += sum over o of gy_row[o] x_row[o * stride + kw * dilation - padding] for one
+// kernel row, one tap at a time over the outputs where the tap reads inside the input. (A
+// fused three-tap pass measured twice as slow: GCC keeps its lanes in memory.)
+template <typename T>
+void row_weight_grad(const T* gy_row, const T* x_row, T* gw, const ConvShape& s) {
+    int64_t sw = s.stride[2];
+    for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
+        int64_t offset = kw * s.dilation[2] - s.padding[2];
+        Range r = valid_range(s.output[2], sw, offset, s.input[2]);
+        if (r.lo < r.hi) gw[kw] += dot(gy_row + r.lo, x_row + offset + r.lo * sw, r.hi - r.lo, sw);
+    }
+}
+
+// grad_w[c, k] = sum over samples and outputs of grad_y[o] x[o * stride - padding + k *
+// dilation]: one task per channel, samples in order, so no two tasks share an element.
+template <typename T>
+void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const ConvShape& s) {
+    int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
+    int64_t grain =
+        std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.batch * out_size * taps));
+    parallel_for(0, s.in_channels, grain, [&](int64_t lo, int64_t hi) {
+        for (int64_t c = lo; c < hi; ++c) {
+            T* gw = grad_weight + c * taps;
+            std::fill(gw, gw + taps, T(0));
+            for (int64_t b = 0; b < s.batch; ++b) {
+                int64_t plane = b * s.in_channels + c;
+                const T* xp = x + plane * in_size;
+                const T* gy = grad_y + plane * out_size;
+                for (int64_t od = 0; od < s.output[0]; ++od) {
+                    for (int64_t oh = 0; oh < s.output[1]; ++oh) {
+                        const T* gy_row = gy + (od * s.output[1] + oh) * s.output[2];
+                        for_each_kernel_row(s, od, oh, [&](int64_t in_row, int64_t tap) {
+                            row_weight_grad(gy_row, xp + in_row, gw + tap, s);
+                        });
+                    }
+                }
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
+                            const StridedView& bias, const StridedView& y, const ConvShape& shape) {
+    dispatch_floating(y.dtype, "conv", [&]<typename T>() {
+        forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
+                         bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
+    });
+}
+
+void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                   const StridedView& grad_x, const ConvShape& shape) {
+    dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
+        backward_input_typed<T>(grad_y.ptr<const T>(), weight.ptr<const T>(), grad_x.ptr<T>(),
+                                shape);
+    });
+}
+
+void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                    const StridedView& grad_weight, const ConvShape& shape) {
+    dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
+        backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
+                                 shape);
+    });
+}
+
+}  // namespace lumen::cpu
