@@ -3,8 +3,10 @@
 
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/fft.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"

@@ -1,0 +1,256 @@
+// CPU selective scan, forward and backward. Each (batch, channel) row runs the recurrence
+// sequentially in time with the N states in a small array (the state loops vectorize: Bm and
+// Cm arrive as (B, G, L, N)). Backward recomputes one row's states h_t and decays
+// exp(dt_t A) into per-thread scratch (2 L N values), then runs the adjoint backwards:
+//   gh_t = gy_t C_t + exp(dt_{t+1} A) gh_{t+1}      (gh = dL/dh_t, gy = dL/dy_t before the gate)
+//   dL/dA += gh_t h_{t-1} exp(dt_t A) dt_t,   dL/ddt_t = sum_n gh_t (h_{t-1} exp(dt_t A) A + B_t u_t)
+//   dL/dB_t += gh_t dt_t u_t,   dL/dC_t += gy_t h_t,   dL/du_t = gy_t D + dt_t sum_n gh_t B_t
+// Gradients shared across rows (A, D, delta_bias, and Bm/Cm across the channels of a group)
+// go to one buffer per partition of the rows, summed in partition order afterwards, so the
+// result is the same in every run with the same thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/parallel.h"
+#include "ops/reduce_kernels.h"
+#include "ops/scan_kernels.h"
+
+namespace lumen::cpu {
+
+namespace {
+
+// exp for the decays: vectorizable in float (clamped above, where float overflows anyway).
+inline float decay_exp(float x) { return vec::exp_nonpositive(std::min(x, 88.0f)); }
+inline double decay_exp(double x) { return std::exp(x); }
+
+template <typename T>
+T softplus(T x) {
+    return x > T(20) ? x : std::log1p(std::exp(x));  // PyTorch's threshold 20
+}
+
+template <typename T>
+T sigmoid(T x) {
+    return T(1) / (T(1) + std::exp(-x));
+}
+
+// sum a[i] b[i] with 8 independent partial sums so that the loop vectorizes.
+template <typename T>
+T dot(const T* a, const T* b, int64_t n) {
+    T lanes[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) lanes[j] += a[i + j] * b[i + j];
+    T total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+              ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; i < n; ++i) total += a[i] * b[i];
+    return total;
+}
+
+template <typename T>
+struct Scan {
+    const T *u, *delta, *A, *Bm, *Cm, *D, *z, *bias;
+    int64_t batch, channels, length, state, groups;
+    bool softplus;
+
+    explicit Scan(const ScanInputs& in)
+        : u(static_cast<const T*>(in.u)), delta(static_cast<const T*>(in.delta)),
+          A(static_cast<const T*>(in.A)), Bm(static_cast<const T*>(in.Bm)),
+          Cm(static_cast<const T*>(in.Cm)), D(static_cast<const T*>(in.D)),
+          z(static_cast<const T*>(in.z)), bias(static_cast<const T*>(in.delta_bias)),
+          batch(in.batch), channels(in.channels), length(in.length), state(in.state),
+          groups(in.groups), softplus(in.delta_softplus) {}
+
+    int64_t rows() const { return batch * channels; }
+    // Offset of row (b, d)'s (L, N) block in Bm / Cm.
+    int64_t bc_offset(int64_t row) const {
+        int64_t b = row / channels, g = row % channels / (channels / groups);
+        return (b * groups + g) * length * state;
+    }
+    T step(int64_t row, int64_t t) const {
+        T dt = delta[row * length + t] + (bias ? bias[row % channels] : T(0));
+        return softplus ? lumen::cpu::softplus(dt) : dt;
+    }
+};
+
+// Runs row `row` forward: y_pre[t] = sum_n h_t C_t (no D, no gate). With kStore, keeps dt
+// (L), the decays (L, N) and the states (L, N) for backward; otherwise `h` (N) is the state.
+template <typename T, bool kStore>
+void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states, T* h) {
+    const int64_t N = s.state;
+    const T* a = s.A + row % s.channels * N;
+    const T* b_rows = s.Bm + s.bc_offset(row);
+    const T* c_rows = s.Cm + s.bc_offset(row);
+    const T* u = s.u + row * s.length;
+    std::fill(h, h + N, T(0));
+    T* local_decay = decays;  // kStore == false: decays is an N scratch
+    for (int64_t t = 0; t < s.length; ++t) {
+        T dt = s.step(row, t);
+        T dtu = dt * u[t];
+        T* decay = kStore ? decays + t * N : local_decay;
+        const T* previous = kStore ? (t > 0 ? states + (t - 1) * N : h) : h;
+        T* current = kStore ? states + t * N : h;
+        const T* b = b_rows + t * N;
+        for (int64_t n = 0; n < N; ++n) decay[n] = decay_exp(dt * a[n]);
+        for (int64_t n = 0; n < N; ++n) current[n] = decay[n] * previous[n] + dtu * b[n];
+        y_pre[t] = dot(current, c_rows + t * N, N);
+        if constexpr (kStore) dts[t] = dt;
+    }
+}
+
+template <typename T>
+void forward_typed(const ScanInputs& in, T* y) {
+    Scan<T> s(in);
+    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.length * s.state));
+    parallel_for(0, s.rows(), grain, [&](int64_t lo, int64_t hi) {
+        std::vector<T> scratch(size_t(2 * s.state));
+        for (int64_t row = lo; row < hi; ++row) {
+            T* out = y + row * s.length;
+            scan_row<T, false>(s, row, out, nullptr, scratch.data(), nullptr,
+                               scratch.data() + s.state);
+            const T* u = s.u + row * s.length;
+            T skip = s.D ? s.D[row % s.channels] : T(0);
+            for (int64_t t = 0; t < s.length; ++t) {
+                T value = out[t] + skip * u[t];
+                if (s.z) {
+                    T zt = s.z[row * s.length + t];
+                    value *= zt * sigmoid(zt);
+                }
+                out[t] = value;
+            }
+        }
+    });
+}
+
+// Gradients shared between rows, accumulated by one partition of the rows.
+template <typename T>
+struct SharedGrads {
+    T *A, *D, *bias, *Bm, *Cm;
+};
+
+// Per-row scratch for backward: dt, y_pre (L); decays, states (L, N); small N arrays.
+template <typename T>
+struct RowScratch {
+    std::vector<T> dts, y_pre, decays, states, gh, x, zeros;
+    explicit RowScratch(int64_t L, int64_t N)
+        : dts(size_t(L)), y_pre(size_t(L)), decays(size_t(L * N)), states(size_t(L * N)),
+          gh(size_t(N)), x(size_t(N)), zeros(size_t(N), T(0)) {}
+};
+
+template <typename T>
+void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGrads& grads,
+                  const SharedGrads<T>& shared, RowScratch<T>& r) {
+    const int64_t N = s.state, L = s.length, d = row % s.channels;
+    scan_row<T, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(), r.states.data(),
+                      r.zeros.data());
+    const T* a = s.A + d * N;
+    const T* b_rows = s.Bm + s.bc_offset(row);
+    const T* c_rows = s.Cm + s.bc_offset(row);
+    T* gb_rows = shared.Bm + s.bc_offset(row);
+    T* gc_rows = shared.Cm + s.bc_offset(row);
+    T* ga = shared.A + d * N;
+    const T* u = s.u + row * L;
+    const T* g = grad_out + row * L;
+    T* gu = static_cast<T*>(grads.u) + row * L;
+    T* gdelta = static_cast<T*>(grads.delta) + row * L;
+    T skip = s.D ? s.D[d] : T(0);
+    T grad_skip = 0, grad_bias = 0;
+    std::fill(r.gh.begin(), r.gh.end(), T(0));
+    T* gh = r.gh.data();
+    T* x = r.x.data();
+    for (int64_t t = L - 1; t >= 0; --t) {
+        T gy = g[t];
+        if (s.z) {
+            // out = y sigmoid(z) z: d/dz = y s (1 + z (1 - s))
+            T zt = s.z[row * L + t], sg = sigmoid(zt);
+            T y = r.y_pre[t] + skip * u[t];
+            static_cast<T*>(grads.z)[row * L + t] = gy * y * sg * (T(1) + zt * (T(1) - sg));
+            gy *= zt * sg;
+        }
+        grad_skip += gy * u[t];
+        T dt = r.dts[t], dtu = dt * u[t];
+        const T* decay = r.decays.data() + t * N;
+        const T* h = r.states.data() + t * N;
+        const T* previous = t > 0 ? h - N : r.zeros.data();
+        const T* b = b_rows + t * N;
+        const T* c = c_rows + t * N;
+        T* gb = gb_rows + t * N;
+        T* gc = gc_rows + t * N;
+        for (int64_t n = 0; n < N; ++n) {
+            gh[n] += gy * c[n];
+            gc[n] += gy * h[n];
+            x[n] = gh[n] * previous[n] * decay[n];  // dL/d(dt A[n])
+            ga[n] += x[n] * dt;
+            gb[n] += gh[n] * dtu;
+        }
+        T gh_b = dot(gh, b, N);
+        T grad_dt = dot(x, a, N) + u[t] * gh_b;
+        gu[t] = gy * skip + dt * gh_b;
+        for (int64_t n = 0; n < N; ++n) gh[n] *= decay[n];
+        if (s.softplus) {
+            T raw = s.delta[row * L + t] + (s.bias ? s.bias[d] : T(0));
+            grad_dt *= sigmoid(raw);  // softplus' = sigmoid
+        }
+        gdelta[t] = grad_dt;
+        grad_bias += grad_dt;
+    }
+    shared.D[d] += grad_skip;
+    shared.bias[d] += grad_bias;
+}
+
+template <typename T>
+void backward_typed(const ScanInputs& in, const T* grad_out, const ScanGrads& grads) {
+    Scan<T> s(in);
+    const int64_t N = s.state, L = s.length;
+    const int64_t bc_size = s.batch * s.groups * L * N;
+    const int64_t rows = s.rows();
+    int64_t parts = std::min<int64_t>(get_num_threads(), rows);
+    if (rows * L * N < kGrainSize) parts = 1;
+    // Partition p accumulates A (D N), D (D), bias (D), Bm, Cm (B G L N) into buffer p.
+    const int64_t part_size = s.channels * N + 2 * s.channels + 2 * bc_size;
+    std::vector<T> buffers(size_t(parts * part_size), T(0));
+    parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
+        RowScratch<T> scratch(L, N);
+        for (int64_t p = lo; p < hi; ++p) {
+            T* base = buffers.data() + p * part_size;
+            SharedGrads<T> shared{base, base + s.channels * N, base + s.channels * N + s.channels,
+                                  base + s.channels * N + 2 * s.channels,
+                                  base + s.channels * N + 2 * s.channels + bc_size};
+            for (int64_t row = rows * p / parts; row < rows * (p + 1) / parts; ++row)
+                backward_row(s, row, grad_out, grads, shared, scratch);
+        }
+    });
+    // Sum the partitions in order into part 0, then scatter to the gradient arrays.
+    T* total = buffers.data();
+    parallel_for(0, part_size, kGrainSize, [&](int64_t lo, int64_t hi) {
+        for (int64_t p = 1; p < parts; ++p) {
+            const T* part = buffers.data() + p * part_size;
+            for (int64_t i = lo; i < hi; ++i) total[i] += part[i];
+        }
+    });
+    auto copy_out = [](const T* from, int64_t count, void* to) {
+        if (to) std::copy(from, from + count, static_cast<T*>(to));
+    };
+    copy_out(total, s.channels * N, grads.A);
+    if (s.D) copy_out(total + s.channels * N, s.channels, grads.D);
+    if (s.bias) copy_out(total + s.channels * N + s.channels, s.channels, grads.delta_bias);
+    copy_out(total + s.channels * N + 2 * s.channels, bc_size, grads.Bm);
+    copy_out(total + s.channels * N + 2 * s.channels + bc_size, bc_size, grads.Cm);
+}
+
+}  // namespace
+
+void selective_scan_forward(const ScanInputs& in, void* y) {
+    if (in.batch * in.channels * in.length == 0) return;
+    dispatch_floating(in.dtype, "selective_scan",
+                      [&]<typename T>() { forward_typed<T>(in, static_cast<T*>(y)); });
+}
+
+void selective_scan_backward(const ScanInputs& in, const void* grad_out, const ScanGrads& grads) {
+    dispatch_floating(in.dtype, "selective_scan", [&]<typename T>() {
+        backward_typed<T>(in, static_cast<const T*>(grad_out), grads);
+    });
+}
+
+}  // namespace lumen::cpu
