@@ -39,13 +39,12 @@ T sigmoid(T x) {
 template <typename T>
 T dot(const T* a, const T* b, int64_t n) {
     T lanes[8] = {};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
+    const int64_t full = n - n % 8;
+    for (int64_t i = 0; i < full; i += 8)
         for (int j = 0; j < 8; ++j) lanes[j] += a[i + j] * b[i + j];
-    T total = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-              ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-    for (; i < n; ++i) total += a[i] * b[i];
-    return total;
+    for (int64_t j = 0; j < n - full; ++j) lanes[j] += a[full + j] * b[full + j];
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
 template <typename T>
@@ -74,28 +73,40 @@ struct Scan {
     }
 };
 
-// Runs row `row` forward: y_pre[t] = sum_n h_t C_t (no D, no gate). With kStore, keeps dt
-// (L), the decays (L, N) and the states (L, N) for backward; otherwise `h` (N) is the state.
-template <typename T, bool kStore>
+// Runs row `row` forward: y_pre[t] = sum_n h_t C_t (no D, no gate); dts (L) receives the
+// step sizes. With kStore it keeps the decays (L, N) and the states (L, N) for backward;
+// otherwise `decays` and `h` are N scratch and `h` ends as the last state. kN > 0 is the
+// state size known at compile time (fully unrolled state loops), 0 reads it from s.
+template <typename T, int kN, bool kStore>
 void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states, T* h) {
-    const int64_t N = s.state;
+    const int64_t N = kN > 0 ? kN : s.state, L = s.length;
     const T* a = s.A + row % s.channels * N;
     const T* b_rows = s.Bm + s.bc_offset(row);
     const T* c_rows = s.Cm + s.bc_offset(row);
-    const T* u = s.u + row * s.length;
+    const T* u = s.u + row * L;
+    for (int64_t t = 0; t < L; ++t) dts[t] = s.step(row, t);  // off the recurrence's path
     std::fill(h, h + N, T(0));
-    T* local_decay = decays;  // kStore == false: decays is an N scratch
-    for (int64_t t = 0; t < s.length; ++t) {
-        T dt = s.step(row, t);
-        T dtu = dt * u[t];
-        T* decay = kStore ? decays + t * N : local_decay;
+    for (int64_t t = 0; t < L; ++t) {
+        T dt = dts[t], dtu = dt * u[t];
+        T* __restrict decay = kStore ? decays + t * N : decays;
         const T* previous = kStore ? (t > 0 ? states + (t - 1) * N : h) : h;
         T* current = kStore ? states + t * N : h;
-        const T* b = b_rows + t * N;
+        const T* __restrict b = b_rows + t * N;
         for (int64_t n = 0; n < N; ++n) decay[n] = decay_exp(dt * a[n]);
         for (int64_t n = 0; n < N; ++n) current[n] = decay[n] * previous[n] + dtu * b[n];
         y_pre[t] = dot(current, c_rows + t * N, N);
-        if constexpr (kStore) dts[t] = dt;
+    }
+}
+
+// Calls body.template operator()<kN>() with the state size as a constant for common sizes.
+template <typename Body>
+void with_state_size(int64_t state, const Body& body) {
+    switch (state) {
+        case 4: return body.template operator()<4>();
+        case 8: return body.template operator()<8>();
+        case 16: return body.template operator()<16>();
+        case 32: return body.template operator()<32>();
+        default: return body.template operator()<0>();
     }
 }
 
@@ -103,23 +114,27 @@ template <typename T>
 void forward_typed(const ScanInputs& in, T* y) {
     Scan<T> s(in);
     int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, s.length * s.state));
-    parallel_for(0, s.rows(), grain, [&](int64_t lo, int64_t hi) {
-        std::vector<T> scratch(size_t(2 * s.state));
-        for (int64_t row = lo; row < hi; ++row) {
-            T* out = y + row * s.length;
-            scan_row<T, false>(s, row, out, nullptr, scratch.data(), nullptr,
-                               scratch.data() + s.state);
-            const T* u = s.u + row * s.length;
-            T skip = s.D ? s.D[row % s.channels] : T(0);
-            for (int64_t t = 0; t < s.length; ++t) {
-                T value = out[t] + skip * u[t];
-                if (s.z) {
-                    T zt = s.z[row * s.length + t];
-                    value *= zt * sigmoid(zt);
+    with_state_size(s.state, [&]<int kN>() {
+        parallel_for(0, s.rows(), grain, [&](int64_t lo, int64_t hi) {
+            std::vector<T> scratch(size_t(2 * s.state + s.length));
+            T* decays = scratch.data();
+            T* h = decays + s.state;
+            T* dts = h + s.state;
+            for (int64_t row = lo; row < hi; ++row) {
+                T* out = y + row * s.length;
+                scan_row<T, kN, false>(s, row, out, dts, decays, nullptr, h);
+                const T* u = s.u + row * s.length;
+                T skip = s.D ? s.D[row % s.channels] : T(0);
+                for (int64_t t = 0; t < s.length; ++t) {
+                    T value = out[t] + skip * u[t];
+                    if (s.z) {
+                        T zt = s.z[row * s.length + t];
+                        value *= zt * sigmoid(zt);
+                    }
+                    out[t] = value;
                 }
-                out[t] = value;
             }
-        }
+        });
     });
 }
 
@@ -138,11 +153,11 @@ struct RowScratch {
           gh(size_t(N)), x(size_t(N)), zeros(size_t(N), T(0)) {}
 };
 
-template <typename T>
+template <typename T, int kN>
 void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGrads& grads,
                   const SharedGrads<T>& shared, RowScratch<T>& r) {
-    const int64_t N = s.state, L = s.length, d = row % s.channels;
-    scan_row<T, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(), r.states.data(),
+    const int64_t N = kN > 0 ? kN : s.state, L = s.length, d = row % s.channels;
+    scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(), r.states.data(),
                       r.zeros.data());
     const T* a = s.A + d * N;
     const T* b_rows = s.Bm + s.bc_offset(row);
@@ -217,8 +232,10 @@ void backward_typed(const ScanInputs& in, const T* grad_out, const ScanGrads& gr
             SharedGrads<T> shared{base, base + s.channels * N, base + s.channels * N + s.channels,
                                   base + s.channels * N + 2 * s.channels,
                                   base + s.channels * N + 2 * s.channels + bc_size};
-            for (int64_t row = rows * p / parts; row < rows * (p + 1) / parts; ++row)
-                backward_row(s, row, grad_out, grads, shared, scratch);
+            with_state_size(N, [&]<int kN>() {
+                for (int64_t row = rows * p / parts; row < rows * (p + 1) / parts; ++row)
+                    backward_row<T, kN>(s, row, grad_out, grads, shared, scratch);
+            });
         }
     });
     // Sum the partitions in order into part 0, then scatter to the gradient arrays.
