@@ -12,6 +12,8 @@
 #include <cmath>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/reduce_kernels.h"
@@ -21,23 +23,40 @@ namespace lumen::cpu {
 
 namespace {
 
-// exp for the decays: vectorizable in float (clamped above, where float overflows anyway).
-inline float decay_exp(float x) { return vec::exp_nonpositive(std::min(x, 88.0f)); }
-inline double decay_exp(double x) { return std::exp(x); }
-
 template <typename T>
 T softplus(T x) {
     return x > T(20) ? x : std::log1p(std::exp(x));  // PyTorch's threshold 20
 }
 
+// softplus(x) = max(x, 0) + log(1 + e^-|x|) in plain float arithmetic so that a loop over a
+// row vectorizes (log1pf is a library call). With y = 1 + e^-|x| in (1, 2] and
+// s = (y - 1) / (y + 1) in (0, 1/3], log y = 2 atanh s = 2 (s + s^3/3 + ... + s^15/15), the
+// truncation below 2e-9 relative. Above 20 it returns x, like PyTorch's threshold.
+inline float softplus_fast(float x) {
+    float e = vec::exp_nonpositive(-std::fabs(x));
+    float s = e / (2.0f + e), s2 = s * s;
+    float p = vec::madd(1.0f / 15, s2, 1.0f / 13);
+    p = vec::madd(p, s2, 1.0f / 11);
+    p = vec::madd(p, s2, 1.0f / 9);
+    p = vec::madd(p, s2, 1.0f / 7);
+    p = vec::madd(p, s2, 1.0f / 5);
+    p = vec::madd(p, s2, 1.0f / 3);
+    p = vec::madd(p, s2, 1.0f);
+    float value = std::max(x, 0.0f) + 2.0f * s * p;
+    return x > 20.0f ? x : value;
+}
+inline double softplus_fast(double x) { return softplus(x); }
+
+// 1 / (1 + e^-x) from e = e^-|x| <= 1 (no overflow; the float exp vectorizes).
 template <typename T>
 T sigmoid(T x) {
-    return T(1) / (T(1) + std::exp(-x));
+    T e = vec::exp_nonpositive(T(-std::fabs(x)));
+    return (x >= T(0) ? T(1) : e) / (T(1) + e);
 }
 
 // sum a[i] b[i] with 8 independent partial sums so that the loop vectorizes.
 template <typename T>
-T dot(const T* a, const T* b, int64_t n) {
+[[gnu::always_inline]] inline T dot(const T* a, const T* b, int64_t n) {
     T lanes[8] = {};
     const int64_t full = n - n % 8;
     for (int64_t i = 0; i < full; i += 8)
@@ -67,34 +86,54 @@ struct Scan {
         int64_t b = row / channels, g = row % channels / (channels / groups);
         return (b * groups + g) * length * state;
     }
-    T step(int64_t row, int64_t t) const {
-        T dt = delta[row * length + t] + (bias ? bias[row % channels] : T(0));
-        return softplus ? lumen::cpu::softplus(dt) : dt;
+    // dts[t] = the step sizes of row `row`, t < length.
+    void steps(int64_t row, T* dts) const {
+        const T* raw = delta + row * length;
+        T offset = bias ? bias[row % channels] : T(0);
+        if (softplus) {
+            for (int64_t t = 0; t < length; ++t) dts[t] = softplus_fast(T(raw[t] + offset));
+        } else {
+            for (int64_t t = 0; t < length; ++t) dts[t] = raw[t] + offset;
+        }
     }
 };
 
 // Runs row `row` forward: y_pre[t] = sum_n h_t C_t (no D, no gate); dts (L) receives the
-// step sizes. With kStore it keeps the decays (L, N) and the states (L, N) for backward;
-// otherwise `decays` and `h` are N scratch and `h` ends as the last state. kN > 0 is the
-// state size known at compile time (fully unrolled state loops), 0 reads it from s.
+// step sizes. With kStore it keeps the decays (L, N) and the states (L, N) for backward.
+// kN > 0 is the state size known at compile time; with kN == 0 (size read from s) the
+// state and the decays live in `scratch` (2 N).
 template <typename T, int kN, bool kStore>
-void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states, T* h) {
+void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states,
+              T* scratch) {
     const int64_t N = kN > 0 ? kN : s.state, L = s.length;
     const T* a = s.A + row % s.channels * N;
     const T* b_rows = s.Bm + s.bc_offset(row);
     const T* c_rows = s.Cm + s.bc_offset(row);
     const T* u = s.u + row * L;
-    for (int64_t t = 0; t < L; ++t) dts[t] = s.step(row, t);  // off the recurrence's path
-    std::fill(h, h + N, T(0));
+    s.steps(row, dts);  // off the recurrence's path
+    // The state loops as Eigen arrays of N (a compile-time size when kN > 0): Eigen's packet
+    // exp and fused multiply-adds vectorize where plain loops got scalarized.
+    using Vec = Eigen::Array<T, (kN > 0 ? kN : Eigen::Dynamic), 1>;
+    using Map = Eigen::Map<Vec>;
+    using ConstMap = Eigen::Map<const Vec>;
+    Vec state_store, decay_store;
+    if constexpr (kN == 0) {
+        (void)state_store;
+        (void)decay_store;
+    }
+    Map state(kN > 0 ? state_store.data() : scratch, N);
+    Map decay(kN > 0 ? decay_store.data() : scratch + N, N);
+    ConstMap a_row(a, N);
+    state.setZero();
     for (int64_t t = 0; t < L; ++t) {
         T dt = dts[t], dtu = dt * u[t];
-        T* __restrict decay = kStore ? decays + t * N : decays;
-        const T* previous = kStore ? (t > 0 ? states + (t - 1) * N : h) : h;
-        T* current = kStore ? states + t * N : h;
-        const T* __restrict b = b_rows + t * N;
-        for (int64_t n = 0; n < N; ++n) decay[n] = decay_exp(dt * a[n]);
-        for (int64_t n = 0; n < N; ++n) current[n] = decay[n] * previous[n] + dtu * b[n];
-        y_pre[t] = dot(current, c_rows + t * N, N);
+        decay = (dt * a_row).exp();
+        state = decay * state + dtu * ConstMap(b_rows + t * N, N);
+        y_pre[t] = (state * ConstMap(c_rows + t * N, N)).sum();
+        if constexpr (kStore) {
+            Map(states + t * N, N) = state;
+            Map(decays + t * N, N) = decay;
+        }
     }
 }
 
@@ -117,12 +156,10 @@ void forward_typed(const ScanInputs& in, T* y) {
     with_state_size(s.state, [&]<int kN>() {
         parallel_for(0, s.rows(), grain, [&](int64_t lo, int64_t hi) {
             std::vector<T> scratch(size_t(2 * s.state + s.length));
-            T* decays = scratch.data();
-            T* h = decays + s.state;
-            T* dts = h + s.state;
+            T* dts = scratch.data() + 2 * s.state;
             for (int64_t row = lo; row < hi; ++row) {
                 T* out = y + row * s.length;
-                scan_row<T, kN, false>(s, row, out, dts, decays, nullptr, h);
+                scan_row<T, kN, false>(s, row, out, dts, nullptr, nullptr, scratch.data());
                 const T* u = s.u + row * s.length;
                 T skip = s.D ? s.D[row % s.channels] : T(0);
                 for (int64_t t = 0; t < s.length; ++t) {
@@ -147,18 +184,18 @@ struct SharedGrads {
 // Per-row scratch for backward: dt, y_pre (L); decays, states (L, N); small N arrays.
 template <typename T>
 struct RowScratch {
-    std::vector<T> dts, y_pre, decays, states, gh, x, zeros;
+    std::vector<T> dts, y_pre, decays, states, gh, x, zeros, scan;
     explicit RowScratch(int64_t L, int64_t N)
         : dts(size_t(L)), y_pre(size_t(L)), decays(size_t(L * N)), states(size_t(L * N)),
-          gh(size_t(N)), x(size_t(N)), zeros(size_t(N), T(0)) {}
+          gh(size_t(N)), x(size_t(N)), zeros(size_t(N), T(0)), scan(size_t(2 * N)) {}
 };
 
 template <typename T, int kN>
 void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGrads& grads,
                   const SharedGrads<T>& shared, RowScratch<T>& r) {
     const int64_t N = kN > 0 ? kN : s.state, L = s.length, d = row % s.channels;
-    scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(), r.states.data(),
-                      r.zeros.data());
+    scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(),
+                          r.states.data(), r.scan.data());
     const T* a = s.A + d * N;
     const T* b_rows = s.Bm + s.bc_offset(row);
     const T* c_rows = s.Cm + s.bc_offset(row);

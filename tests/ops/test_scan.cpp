@@ -81,11 +81,12 @@ TEST_CASE("selective_scan: matches a sequential reference for every option",
     int64_t seed = 100;
     for (int64_t groups : {0, 1, 3}) {
         for (int options = 0; options < 16; ++options) {
+            int64_t state = options % 2 ? 5 : 8;  // generic and compile-time state loops
             bool with_d = options & 1, with_z = options & 2, with_bias = options & 4,
                  softplus = options & 8;
             INFO("groups " << groups << " D " << with_d << " z " << with_z << " bias "
                            << with_bias << " softplus " << softplus);
-            ScanCase c = make_case(2, 6, 11, 5, groups, with_d, with_z, with_bias, softplus,
+            ScanCase c = make_case(2, 6, 11, state, groups, with_d, with_z, with_bias, softplus,
                                    uint64_t(seed += 10));
             std::vector<double> want = reference(c);
             require_close(run(c), want, 1e-12, 1e-13);
@@ -121,12 +122,13 @@ TEST_CASE("selective_scan: long sequences and many channels stay close to the re
 TEST_CASE("selective_scan: gradients of every input match finite differences",
           "[ops][scan][gradcheck]") {
     int64_t seed = 300;
-    for (int64_t groups : {0, 3}) {
+    // N = 3 runs the generic state loops, N = 4 the ones specialized at compile time.
+    for (auto [groups, state] : {std::pair{0, 3}, std::pair{3, 3}, std::pair{0, 4}}) {
         for (int options : {0, 15, 5, 10}) {
             bool with_d = options & 1, with_z = options & 2, with_bias = options & 4,
                  softplus = options & 8;
-            INFO("groups " << groups << " options " << options);
-            ScanCase c = make_case(2, 3, 7, 3, groups, with_d, with_z, with_bias, softplus,
+            INFO("groups " << groups << " N " << state << " options " << options);
+            ScanCase c = make_case(2, 3, 7, state, groups, with_d, with_z, with_bias, softplus,
                                    uint64_t(seed += 10));
             std::vector<Tensor> inputs{c.u, c.delta, c.A, c.Bm, c.Cm};
             for (const Tensor& t : {c.D, c.z, c.bias})
