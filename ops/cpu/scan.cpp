@@ -184,10 +184,11 @@ struct SharedGrads {
 // Per-row scratch for backward: dt, y_pre (L); decays, states (L, N); small N arrays.
 template <typename T>
 struct RowScratch {
-    std::vector<T> dts, y_pre, decays, states, gh, x, zeros, scan;
+    std::vector<T> dts, y_pre, decays, states, gh, x, ga, zeros, scan;
     explicit RowScratch(int64_t L, int64_t N)
         : dts(size_t(L)), y_pre(size_t(L)), decays(size_t(L * N)), states(size_t(L * N)),
-          gh(size_t(N)), x(size_t(N)), zeros(size_t(N), T(0)), scan(size_t(2 * N)) {}
+          gh(size_t(N)), x(size_t(N)), ga(size_t(N)), zeros(size_t(N), T(0)),
+          scan(size_t(2 * N)) {}
 };
 
 template <typename T, int kN>
@@ -196,21 +197,26 @@ void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGr
     const int64_t N = kN > 0 ? kN : s.state, L = s.length, d = row % s.channels;
     scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(),
                           r.states.data(), r.scan.data());
-    const T* a = s.A + d * N;
+    using Vec = Eigen::Array<T, (kN > 0 ? kN : Eigen::Dynamic), 1>;
+    using Map = Eigen::Map<Vec>;
+    using ConstMap = Eigen::Map<const Vec>;
+    Vec gh_store, x_store, ga_store;  // fixed-size storage when kN > 0, else scratch
+    Map gh(kN > 0 ? gh_store.data() : r.gh.data(), N);
+    Map x(kN > 0 ? x_store.data() : r.x.data(), N);
+    Map ga(kN > 0 ? ga_store.data() : r.ga.data(), N);
+    ConstMap a(s.A + d * N, N);
     const T* b_rows = s.Bm + s.bc_offset(row);
     const T* c_rows = s.Cm + s.bc_offset(row);
     T* gb_rows = shared.Bm + s.bc_offset(row);
     T* gc_rows = shared.Cm + s.bc_offset(row);
-    T* ga = shared.A + d * N;
     const T* u = s.u + row * L;
     const T* g = grad_out + row * L;
     T* gu = static_cast<T*>(grads.u) + row * L;
     T* gdelta = static_cast<T*>(grads.delta) + row * L;
-    T skip = s.D ? s.D[d] : T(0);
+    T skip = s.D ? s.D[d] : T(0), offset = s.bias ? s.bias[d] : T(0);
     T grad_skip = 0, grad_bias = 0;
-    std::fill(r.gh.begin(), r.gh.end(), T(0));
-    T* gh = r.gh.data();
-    T* x = r.x.data();
+    gh.setZero();
+    ga.setZero();
     for (int64_t t = L - 1; t >= 0; --t) {
         T gy = g[t];
         if (s.z) {
@@ -222,31 +228,24 @@ void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGr
         }
         grad_skip += gy * u[t];
         T dt = r.dts[t], dtu = dt * u[t];
-        const T* decay = r.decays.data() + t * N;
-        const T* h = r.states.data() + t * N;
-        const T* previous = t > 0 ? h - N : r.zeros.data();
-        const T* b = b_rows + t * N;
-        const T* c = c_rows + t * N;
-        T* gb = gb_rows + t * N;
-        T* gc = gc_rows + t * N;
-        for (int64_t n = 0; n < N; ++n) {
-            gh[n] += gy * c[n];
-            gc[n] += gy * h[n];
-            x[n] = gh[n] * previous[n] * decay[n];  // dL/d(dt A[n])
-            ga[n] += x[n] * dt;
-            gb[n] += gh[n] * dtu;
-        }
-        T gh_b = dot(gh, b, N);
-        T grad_dt = dot(x, a, N) + u[t] * gh_b;
+        ConstMap decay(r.decays.data() + t * N, N);
+        ConstMap previous(t > 0 ? r.states.data() + (t - 1) * N : r.zeros.data(), N);
+        ConstMap b(b_rows + t * N, N);
+        gh += gy * ConstMap(c_rows + t * N, N);
+        Map(gc_rows + t * N, N) += gy * ConstMap(r.states.data() + t * N, N);
+        x = gh * previous * decay;  // dL/d(dt A[n])
+        ga += dt * x;
+        Map(gb_rows + t * N, N) += dtu * gh;
+        T gh_b = (gh * b).sum();
+        T grad_dt = (x * a).sum() + u[t] * gh_b;
         gu[t] = gy * skip + dt * gh_b;
-        for (int64_t n = 0; n < N; ++n) gh[n] *= decay[n];
-        if (s.softplus) {
-            T raw = s.delta[row * L + t] + (s.bias ? s.bias[d] : T(0));
-            grad_dt *= sigmoid(raw);  // softplus' = sigmoid
-        }
+        gh *= decay;
+        // softplus' = sigmoid
+        if (s.softplus) grad_dt *= sigmoid(T(s.delta[row * L + t] + offset));
         gdelta[t] = grad_dt;
         grad_bias += grad_dt;
     }
+    Map(shared.A + d * N, N) += ga;
     shared.D[d] += grad_skip;
     shared.bias[d] += grad_bias;
 }
