@@ -1,10 +1,12 @@
-// CPU real FFTs and Hyena's FFT convolution on contiguous rows, parallel over rows. The
-// transforms are Eigen's kissfft (mixed radix 2/3/4/5 plus a generic O(p^2) butterfly for
-// other prime factors); an Eigen::FFT object caches its plans and scratch, so each thread
-// chunk owns one. The convolution uses a power-of-two FFT length >= 2L - 1: any length that
+// CPU real FFTs and Hyena's FFT convolution on contiguous rows, parallel over rows. Powers
+// of two use the radix-2 Stockham FFT below; other lengths Eigen's kissfft (mixed radix
+// 2/3/4/5 plus a generic O(p^2) butterfly for other prime factors). An FFT object caches its
+// plans and scratch, so each thread chunk owns one. The convolution uses a power-of-two FFT length >= 2L - 1: any length that
 // large gives the same causal result without wrap-around, and powers of two are fastest.
 #include <algorithm>
+#include <cmath>
 #include <complex>
+#include <numbers>
 #include <vector>
 
 #include <unsupported/Eigen/FFT>
@@ -17,14 +19,137 @@ namespace lumen::cpu {
 
 namespace {
 
-// An unscaled half-spectrum real FFT of a fixed length n.
+// A complex FFT of a power-of-two length m on split (re, im) arrays: Stockham autosort (no
+// bit reversal), radix-4 passes plus one radix-2 pass when log2 m is odd. A pass reads
+// x[q + s j] and writes y[q + s (r p + k)], so the inner loop over q is contiguous and
+// vectorizes once the stride s is large. Twiddles are tabulated per pass. Forward sign
+// e^{-2 pi i jk/m}; the inverse conjugates around the forward transform.
+template <typename T>
+class Pow2Fft {
+  public:
+    explicit Pow2Fft(int64_t m) : m_(m), work_re_(size_t(m)), work_im_(size_t(m)) {
+        for (int64_t len = m; len >= 2; len /= 4) {
+            bool radix2 = len == 2;
+            int64_t count = radix2 ? 1 : len / 4;
+            for (int64_t p = 0; p < count; ++p) {
+                for (int64_t power = 1; power <= (radix2 ? 1 : 3); ++power) {
+                    double angle = -2.0 * std::numbers::pi * double(power * p) / double(len);
+                    twiddles_.push_back(T(std::cos(angle)));
+                    twiddles_.push_back(T(std::sin(angle)));
+                }
+            }
+            if (radix2) break;
+        }
+    }
+    void forward(T* re, T* im) {
+        T *xr = re, *xi = im, *yr = work_re_.data(), *yi = work_im_.data();
+        const T* w = twiddles_.data();
+        int64_t len = m_, s = 1;
+        for (; len >= 4; len /= 4, s *= 4) {
+            const int64_t quarter = len / 4;
+            if (s < 8) {  // short columns: loop over the butterflies instead
+                for (int64_t q = 0; q < s; ++q)
+                    radix4(xr + q, xi + q, s * quarter, yr + q, yi + q, s, w, 6, quarter, s, 4 * s);
+            } else {
+                for (int64_t p = 0; p < quarter; ++p)
+                    radix4(xr + s * p, xi + s * p, s * quarter, yr + s * 4 * p, yi + s * 4 * p, s,
+                           w + 6 * p, 0, s, 1, 1);
+            }
+            w += 6 * quarter;
+            std::swap(xr, yr);
+            std::swap(xi, yi);
+        }
+        if (len == 2) {  // last pass, twiddle 1: y[q + s k] = x[q] +- x[q + s]
+            for (int64_t q = 0; q < s; ++q) {
+                T ar = xr[q], ai = xi[q], br = xr[q + s], bi = xi[q + s];
+                yr[q] = ar + br;
+                yi[q] = ai + bi;
+                yr[q + s] = ar - br;
+                yi[q + s] = ai - bi;
+            }
+            std::swap(xr, yr);
+            std::swap(xi, yi);
+        }
+        if (xr != re) {
+            std::copy(xr, xr + m_, re);
+            std::copy(xi, xi + m_, im);
+        }
+    }
+    void inverse(T* re, T* im) {
+        for (int64_t j = 0; j < m_; ++j) im[j] = -im[j];
+        forward(re, im);
+        for (int64_t j = 0; j < m_; ++j) im[j] = -im[j];
+    }
+
+  private:
+    // `count` radix-4 butterflies: butterfly j reads a, b, c, d at x + j * in_stride +
+    // {0, 1, 2, 3} * step and writes (a + c) + (b + d), w1 ((a - c) - i (b - d)),
+    // w2 ((a + c) - (b + d)), w3 ((a - c) + i (b - d)) at y + j * out_stride + {0, 1, 2, 3} * s,
+    // with its twiddles (w1, w2, w3 as re, im pairs) at w + j * w_stride (0: one set for
+    // all). __restrict: x and y are different buffers, so the loop vectorizes.
+    static void radix4(const T* __restrict xr, const T* __restrict xi, int64_t step,
+                       T* __restrict yr, T* __restrict yi, int64_t s, const T* __restrict w,
+                       int64_t w_stride, int64_t count, int64_t in_stride, int64_t out_stride) {
+        for (int64_t j = 0; j < count; ++j) {
+            const T* wj = w + j * w_stride;
+            const T w1r = wj[0], w1i = wj[1], w2r = wj[2], w2i = wj[3], w3r = wj[4], w3i = wj[5];
+            const int64_t i = j * in_stride, o = j * out_stride;
+            T ar = xr[i], ai = xi[i], br = xr[i + step], bi = xi[i + step];
+            T cr = xr[i + 2 * step], ci = xi[i + 2 * step];
+            T dr = xr[i + 3 * step], di = xi[i + 3 * step];
+            T apc_r = ar + cr, apc_i = ai + ci, amc_r = ar - cr, amc_i = ai - ci;
+            T bpd_r = br + dr, bpd_i = bi + di, bmd_r = br - dr, bmd_i = bi - di;
+            T t1r = amc_r + bmd_i, t1i = amc_i - bmd_r;  // (a - c) - i (b - d)
+            T t2r = apc_r - bpd_r, t2i = apc_i - bpd_i;
+            T t3r = amc_r - bmd_i, t3i = amc_i + bmd_r;  // (a - c) + i (b - d)
+            yr[o] = apc_r + bpd_r;
+            yi[o] = apc_i + bpd_i;
+            yr[o + s] = t1r * w1r - t1i * w1i;
+            yi[o + s] = t1r * w1i + t1i * w1r;
+            yr[o + 2 * s] = t2r * w2r - t2i * w2i;
+            yi[o + 2 * s] = t2r * w2i + t2i * w2r;
+            yr[o + 3 * s] = t3r * w3r - t3i * w3i;
+            yi[o + 3 * s] = t3r * w3i + t3i * w3r;
+        }
+    }
+
+    int64_t m_;
+    std::vector<T> work_re_, work_im_, twiddles_;
+};
+
+bool is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// a * b without std::complex's NaN/inf recovery path (a library call per product).
+template <typename T>
+std::complex<T> cmul(std::complex<T> a, std::complex<T> b) {
+    return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
+template <typename T>
+std::complex<T> cmul_conj(std::complex<T> a, std::complex<T> b) {  // a * conj(b)
+    return {a.real() * b.real() + a.imag() * b.imag(), a.imag() * b.real() - a.real() * b.imag()};
+}
+
+// An unscaled half-spectrum real FFT of a fixed length n. Powers of two >= 4 pack the real
+// signal into a complex one of length m = n/2 (z_j = x_2j + i x_2j+1) and split its spectrum
+// into those of the even and odd samples, E_k = (Z_k + conj Z_m-k)/2 and
+// O_k = (Z_k - conj Z_m-k)/(2i), X_k = E_k + e^{-2 pi i k/n} O_k; other lengths use kissfft.
 template <typename T>
 class RealFft {
   public:
     using Complex = std::complex<T>;
-    explicit RealFft(int64_t n) : n_(n), buffer_(static_cast<size_t>(n)) {
+    explicit RealFft(int64_t n)
+        : n_(n), packed_(is_pow2(n) && n >= 4), buffer_(static_cast<size_t>(n)),
+          pow2_(packed_ ? n / 2 : 1) {
         fft_.SetFlag(Eigen::FFT<T>::HalfSpectrum);
         fft_.SetFlag(Eigen::FFT<T>::Unscaled);
+        if (!packed_) return;
+        const int64_t m = n / 2;
+        re_.resize(size_t(m));
+        im_.resize(size_t(m));
+        for (int64_t k = 0; k < m; ++k) {
+            double angle = -2.0 * std::numbers::pi * double(k) / double(n);
+            rotation_.emplace_back(T(std::cos(angle)), T(std::sin(angle)));
+        }
     }
     int64_t n() const { return n_; }
     int64_t bins() const { return n_ / 2 + 1; }
@@ -33,6 +158,7 @@ class RealFft {
         int64_t kept = std::min(length, n_);
         std::copy(x, x + kept, buffer_.begin());
         std::fill(buffer_.begin() + kept, buffer_.end(), T(0));
+        if (packed_) return forward_packed(out);
         if (n_ == 1) {  // kissfft cannot plan a length-1 transform
             out[0] = Complex(buffer_[0]);
             return;
@@ -41,6 +167,7 @@ class RealFft {
     }
     // out[0 .. n) = Hermitian inverse of spectrum[0 .. n/2], unscaled.
     void inverse(const Complex* spectrum, T* out) {
+        if (packed_) return inverse_packed(spectrum, out);
         if (n_ == 1) {
             out[0] = spectrum[0].real();
             return;
@@ -49,8 +176,51 @@ class RealFft {
     }
 
   private:
+    void forward_packed(Complex* out) {
+        const int64_t m = n_ / 2;
+        for (int64_t j = 0; j < m; ++j) {
+            re_[size_t(j)] = buffer_[size_t(2 * j)];
+            im_[size_t(j)] = buffer_[size_t(2 * j + 1)];
+        }
+        pow2_.forward(re_.data(), im_.data());
+        // k = 0 and k = m (where e^{-2 pi i k/n} = -1) mirror onto Z_0 itself.
+        out[0] = Complex(re_[0] + im_[0], 0);
+        out[m] = Complex(re_[0] - im_[0], 0);
+        for (int64_t k = 1; k < m; ++k) {
+            Complex z(re_[size_t(k)], im_[size_t(k)]);
+            Complex mirror(re_[size_t(m - k)], -im_[size_t(m - k)]);
+            Complex sum = z + mirror, diff = z - mirror;
+            Complex even = sum * T(0.5), odd(diff.imag() * T(0.5), -diff.real() * T(0.5));
+            out[k] = even + cmul(rotation_[size_t(k)], odd);
+        }
+    }
+    // Z_k = 2 (E_k + i O_k) with E_k = (X_k + conj X_m-k)/2, O_k = (X_k - conj X_m-k)/(2w_k);
+    // the inverse FFT of Z holds the even samples in re and the odd ones in im.
+    void inverse_packed(const Complex* spectrum, T* out) {
+        const int64_t m = n_ / 2;
+        for (int64_t k = 0; k < m; ++k) {
+            Complex x = spectrum[k], mirror = std::conj(spectrum[m - k]);
+            if (k == 0) {  // the imaginary parts of the DC and Nyquist bins do not exist
+                x = Complex(spectrum[0].real(), 0);
+                mirror = Complex(spectrum[m].real(), 0);
+            }
+            Complex rotated = cmul_conj(x - mirror, rotation_[size_t(k)]);
+            Complex z = (x + mirror) + Complex(-rotated.imag(), rotated.real());  // + i rotated
+            re_[size_t(k)] = z.real();
+            im_[size_t(k)] = z.imag();
+        }
+        pow2_.inverse(re_.data(), im_.data());
+        for (int64_t j = 0; j < m; ++j) {
+            out[2 * j] = re_[size_t(j)];
+            out[2 * j + 1] = im_[size_t(j)];
+        }
+    }
+
     int64_t n_;
-    std::vector<T> buffer_;
+    bool packed_;
+    std::vector<T> buffer_, re_, im_;
+    std::vector<Complex> rotation_;
+    Pow2Fft<T> pow2_;
     Eigen::FFT<T> fft_;
 };
 
@@ -157,7 +327,8 @@ void fftconv_forward_typed(const ConvShape& s, const T* u, const T* k, const T* 
             fft.forward(u + r * L, L, spectrum.data());
             const std::complex<T>* filter = filters.data() + c * bins;
             T inv_n = T(1) / T(n);
-            for (int64_t b = 0; b < bins; ++b) spectrum[size_t(b)] *= filter[b] * inv_n;
+            for (int64_t b = 0; b < bins; ++b)
+                spectrum[size_t(b)] = cmul(spectrum[size_t(b)], filter[b]) * inv_n;
             fft.inverse(spectrum.data(), signal.data());
             T skip = D ? D[c] : T(0);
             for (int64_t t = 0; t < L; ++t) y[r * L + t] = signal[size_t(t)] + skip * u[r * L + t];
@@ -188,8 +359,8 @@ void fftconv_backward_typed(const ConvShape& s, const T* u, const T* k, const T*
                 fft.forward(g + r * L, L, g_spec.data());
                 fft.forward(u + r * L, L, u_spec.data());
                 for (int64_t b = 0; b < bins; ++b) {
-                    product[size_t(b)] = g_spec[size_t(b)] * std::conj(filter[b]) * inv_n;
-                    k_acc[size_t(b)] += g_spec[size_t(b)] * std::conj(u_spec[size_t(b)]);
+                    product[size_t(b)] = cmul_conj(g_spec[size_t(b)], filter[b]) * inv_n;
+                    k_acc[size_t(b)] += cmul_conj(g_spec[size_t(b)], u_spec[size_t(b)]);
                 }
                 fft.inverse(product.data(), signal.data());
                 for (int64_t t = 0; t < L; ++t) {

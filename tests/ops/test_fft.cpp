@@ -89,6 +89,21 @@ TEST_CASE("rfft: matches a naive DFT for any length, n and norm", "[ops][fft]") 
     }
 }
 
+TEST_CASE("rfft and irfft: long power-of-two lengths match the naive sums", "[ops][fft]") {
+    // Powers of two >= 4 take the packed radix-4 (+ one radix-2) path: 2048 = 2 * 4^5 and
+    // 512 = 2 * 4^4 use both pass kinds.
+    for (int64_t n : {512, 2048}) {
+        INFO("n " << n);
+        Tensor x = random_input({1, n}, uint64_t(n));
+        require_close(rfft(x), naive_rfft(x.to_vector<double>(), 1, n, n, 1.0), 1e-9, 1e-9);
+        require_close(rfft(x.to(DType::float32)), rfft(x).to_vector<double>(), 1e-4, 1e-3);
+        Tensor spectrum = random_input({1, n / 2 + 1, 2}, uint64_t(n + 1));
+        require_close(irfft(spectrum, n),
+                      naive_irfft(spectrum.to_vector<double>(), 1, n / 2 + 1, n, 1.0 / n), 1e-9,
+                      1e-12);
+    }
+}
+
 TEST_CASE("irfft: matches the Hermitian sum and inverts rfft", "[ops][fft]") {
     for (int64_t n : {1, 2, 3, 4, 6, 9, 16, 25, 31, 40}) {
         int64_t bins = n / 2 + 1;
