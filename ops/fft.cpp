@@ -15,8 +15,7 @@ namespace {
 
 void check_floating(const Tensor& x, const char* op) {
     LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
-                "expects a float32 or float64 tensor, got ", x.dtype(), " (shape ", x.shape(),
-                ")");
+                "expects a float32 or float64 tensor, got ", x.dtype(), " (shape ", x.shape(), ")");
 }
 
 // The factor of the norm mode: forward transforms (rfft) scale by 1, 1/n, 1/sqrt(n) for
@@ -87,8 +86,8 @@ Tensor rfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::s
     LUMEN_CHECK(x.ndim() >= 1, "rfft", "expects at least 1 dim, got a 0-d tensor");
     int d = wrap_dim(dim, x.ndim(), "rfft");
     int64_t length = n.value_or(x.size(d));
-    LUMEN_CHECK(length >= 1, "rfft", "invalid number of data points (", length,
-                ") along dim ", dim, " of shape ", x.shape(), " (expected n >= 1)");
+    LUMEN_CHECK(length >= 1, "rfft", "invalid number of data points (", length, ") along dim ", dim,
+                " of shape ", x.shape(), " (expected n >= 1)");
     double scale = norm_scale(norm, length, false, "rfft");
     int last = int(x.ndim()) - 1;
     // (.., L at d, ..) -> (.., L last) -> (.., bins last, 2) -> bins back at d.
@@ -101,13 +100,14 @@ Tensor irfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::
     check_floating(x, "irfft");
     LUMEN_CHECK(x.ndim() >= 2 && x.size(-1) == 2, "irfft",
                 "expects a complex tensor as (..., 2) (re, im) with at least one complex dim, "
-                "got shape ", x.shape());
+                "got shape ",
+                x.shape());
     int complex_dims = int(x.ndim()) - 1;
     int d = wrap_dim(dim, complex_dims, "irfft");
     int64_t bins = x.size(d);
     int64_t length = n.value_or(2 * (bins - 1));
-    LUMEN_CHECK(length >= 1, "irfft", "invalid number of data points (", length,
-                ") along dim ", dim, " of complex shape ", x.shape(), " (expected n >= 1)");
+    LUMEN_CHECK(length >= 1, "irfft", "invalid number of data points (", length, ") along dim ",
+                dim, " of complex shape ", x.shape(), " (expected n >= 1)");
     double scale = norm_scale(norm, length, true, "irfft");
     int last = complex_dims - 1;
     Tensor out = irfft_rows(x.transpose(d, last), length, scale);

@@ -38,8 +38,7 @@ struct ConvShape {
     DType dtype = DType::float32;
     int64_t outer = 0, channels = 0, length = 0;
 };
-void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D,
-                     void* y);
+void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D, void* y);
 // grad_u (like u), grad_k (like k), grad_D (channels, written when D is not null).
 void fftconv_backward(const ConvShape& shape, const void* u, const void* k, const void* D,
                       const void* grad_y, void* grad_u, void* grad_k, void* grad_D);

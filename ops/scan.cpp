@@ -22,8 +22,8 @@ void check_same(const Tensor& t, const char* name, const Tensor& u) {
 }
 
 // Checks Bm / Cm against (B, N, L) or (B, G, N, L); returns G.
-int64_t check_bc(const Tensor& t, const char* name, int64_t batch, int64_t channels,
-                 int64_t state, int64_t length) {
+int64_t check_bc(const Tensor& t, const char* name, int64_t batch, int64_t channels, int64_t state,
+                 int64_t length) {
     LUMEN_CHECK(t.ndim() == 3 || t.ndim() == 4, kOp, name,
                 " must be (B, N, L) or (B, G, N, L), got shape ", t.shape());
     int64_t groups = t.ndim() == 4 ? t.size(1) : 1;
@@ -42,8 +42,8 @@ void check_inputs(const Tensor& u, const Tensor& delta, const Tensor& A, const T
     LUMEN_CHECK(u.ndim() == 3, kOp, "u must be (B, D, L), got shape ", u.shape());
     LUMEN_CHECK(delta.shape() == u.shape(), kOp, "delta has shape ", delta.shape(),
                 " but u has shape ", u.shape());
-    LUMEN_CHECK(A.ndim() == 2 && A.size(0) == u.size(1), kOp, "A must be (D, N) with D = ",
-                u.size(1), ", got shape ", A.shape());
+    LUMEN_CHECK(A.ndim() == 2 && A.size(0) == u.size(1), kOp,
+                "A must be (D, N) with D = ", u.size(1), ", got shape ", A.shape());
     int64_t channels = u.size(1);
     for (const auto& [t, name] : {std::pair{D, "D"}, std::pair{delta_bias, "delta_bias"}}) {
         if (!t.defined()) continue;
@@ -64,15 +64,16 @@ const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : 
 }  // namespace
 
 Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, const Tensor& Bm,
-                      const Tensor& Cm, const Tensor& D, const Tensor& z,
-                      const Tensor& delta_bias, bool delta_softplus) {
+                      const Tensor& Cm, const Tensor& D, const Tensor& z, const Tensor& delta_bias,
+                      bool delta_softplus) {
     if (u.is_cuda()) LUMEN_NO_CUDA_KERNEL(kOp);
     check_inputs(u, delta, A, Bm, Cm, D, z, delta_bias);
     const int64_t batch = u.size(0), channels = u.size(1), length = u.size(2);
     const int64_t state = A.size(1);
     int64_t groups = check_bc(Bm, "Bm", batch, channels, state, length);
-    LUMEN_CHECK(check_bc(Cm, "Cm", batch, channels, state, length) == groups && Cm.ndim() ==
-                Bm.ndim(), kOp, "Bm has shape ", Bm.shape(), " but Cm has shape ", Cm.shape());
+    LUMEN_CHECK(
+        check_bc(Cm, "Cm", batch, channels, state, length) == groups && Cm.ndim() == Bm.ndim(), kOp,
+        "Bm has shape ", Bm.shape(), " but Cm has shape ", Cm.shape());
     // Kernel layout: everything contiguous, Bm and Cm as (B, G, L, N).
     Tensor u_c, delta_c, a_c, b_t, c_t, d_c, z_c, bias_c;
     {
@@ -132,8 +133,11 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
             Tensor grad_d = d.defined() ? empty_like(d) : Tensor();
             Tensor grad_z = z.defined() ? empty_like(z) : Tensor();
             Tensor grad_bias = bias.defined() ? empty_like(bias) : Tensor();
-            cpu::ScanGrads grads{grad_u.data_ptr(), grad_delta.data_ptr(), grad_a.data_ptr(),
-                                 grad_b.data_ptr(), grad_c.data_ptr(),
+            cpu::ScanGrads grads{grad_u.data_ptr(),
+                                 grad_delta.data_ptr(),
+                                 grad_a.data_ptr(),
+                                 grad_b.data_ptr(),
+                                 grad_c.data_ptr(),
                                  d.defined() ? grad_d.data_ptr() : nullptr,
                                  z.defined() ? grad_z.data_ptr() : nullptr,
                                  bias.defined() ? grad_bias.data_ptr() : nullptr};

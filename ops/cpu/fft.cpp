@@ -1,8 +1,9 @@
 // CPU real FFTs and Hyena's FFT convolution on contiguous rows, parallel over rows. Powers
 // of two use the radix-2 Stockham FFT below; other lengths Eigen's kissfft (mixed radix
 // 2/3/4/5 plus a generic O(p^2) butterfly for other prime factors). An FFT object caches its
-// plans and scratch, so each thread chunk owns one. The convolution uses a power-of-two FFT length >= 2L - 1: any length that
-// large gives the same causal result without wrap-around, and powers of two are fastest.
+// plans and scratch, so each thread chunk owns one. The convolution uses a power-of-two FFT length
+// >= 2L - 1: any length that large gives the same causal result without wrap-around, and powers of
+// two are fastest.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -138,7 +139,9 @@ class RealFft {
   public:
     using Complex = std::complex<T>;
     explicit RealFft(int64_t n)
-        : n_(n), packed_(is_pow2(n) && n >= 4), buffer_(static_cast<size_t>(n)),
+        : n_(n),
+          packed_(is_pow2(n) && n >= 4),
+          buffer_(static_cast<size_t>(n)),
           pow2_(packed_ ? n / 2 : 1) {
         fft_.SetFlag(Eigen::FFT<T>::HalfSpectrum);
         fft_.SetFlag(Eigen::FFT<T>::Unscaled);
@@ -224,7 +227,9 @@ class RealFft {
     Eigen::FFT<T> fft_;
 };
 
-int64_t grain_for(int64_t n) { return std::max<int64_t>(1, kGrainSize / (4 * std::max<int64_t>(n, 1))); }
+int64_t grain_for(int64_t n) {
+    return std::max<int64_t>(1, kGrainSize / (4 * std::max<int64_t>(n, 1)));
+}
 
 template <typename T>
 void rfft_forward_typed(const FftRows& s, const T* x, T* out) {
@@ -346,8 +351,9 @@ void fftconv_backward_typed(const ConvShape& s, const T* u, const T* k, const T*
     std::vector<std::complex<T>> filters = filter_spectra(s, k, n);
     parallel_for(0, s.channels, 1, [&](int64_t lo, int64_t hi) {
         RealFft<T> fft(n);
-        std::vector<std::complex<T>> g_spec(static_cast<size_t>(bins)), u_spec(static_cast<size_t>(bins)),
-            product(static_cast<size_t>(bins)), k_acc(static_cast<size_t>(bins));
+        std::vector<std::complex<T>> g_spec(static_cast<size_t>(bins)),
+            u_spec(static_cast<size_t>(bins)), product(static_cast<size_t>(bins)),
+            k_acc(static_cast<size_t>(bins));
         std::vector<T> signal(static_cast<size_t>(n));
         const T inv_n = T(1) / T(n);
         for (int64_t c = lo; c < hi; ++c) {
@@ -402,8 +408,7 @@ void irfft_backward(const FftRows& shape, const void* grad_out, void* grad_x) {
     });
 }
 
-void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D,
-                     void* y) {
+void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D, void* y) {
     if (shape.outer * shape.channels * shape.length == 0) return;
     dispatch_floating(shape.dtype, "fftconv", [&]<typename T>() {
         fftconv_forward_typed<T>(shape, static_cast<const T*>(u), static_cast<const T*>(k),

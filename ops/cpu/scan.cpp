@@ -3,8 +3,8 @@
 // Cm arrive as (B, G, L, N)). Backward recomputes one row's states h_t and decays
 // exp(dt_t A) into per-thread scratch (2 L N values), then runs the adjoint backwards:
 //   gh_t = gy_t C_t + exp(dt_{t+1} A) gh_{t+1}      (gh = dL/dh_t, gy = dL/dy_t before the gate)
-//   dL/dA += gh_t h_{t-1} exp(dt_t A) dt_t,   dL/ddt_t = sum_n gh_t (h_{t-1} exp(dt_t A) A + B_t u_t)
-//   dL/dB_t += gh_t dt_t u_t,   dL/dC_t += gy_t h_t,   dL/du_t = gy_t D + dt_t sum_n gh_t B_t
+//   dL/dA += gh_t h_{t-1} exp(dt_t A) dt_t,   dL/ddt_t = sum_n gh_t (h_{t-1} exp(dt_t A) A + B_t
+//   u_t) dL/dB_t += gh_t dt_t u_t,   dL/dC_t += gy_t h_t,   dL/du_t = gy_t D + dt_t sum_n gh_t B_t
 // Gradients shared across rows (A, D, delta_bias, and Bm/Cm across the channels of a group)
 // go to one buffer per partition of the rows, summed in partition order afterwards, so the
 // result is the same in every run with the same thread count.
@@ -73,12 +73,20 @@ struct Scan {
     bool softplus;
 
     explicit Scan(const ScanInputs& in)
-        : u(static_cast<const T*>(in.u)), delta(static_cast<const T*>(in.delta)),
-          A(static_cast<const T*>(in.A)), Bm(static_cast<const T*>(in.Bm)),
-          Cm(static_cast<const T*>(in.Cm)), D(static_cast<const T*>(in.D)),
-          z(static_cast<const T*>(in.z)), bias(static_cast<const T*>(in.delta_bias)),
-          batch(in.batch), channels(in.channels), length(in.length), state(in.state),
-          groups(in.groups), softplus(in.delta_softplus) {}
+        : u(static_cast<const T*>(in.u)),
+          delta(static_cast<const T*>(in.delta)),
+          A(static_cast<const T*>(in.A)),
+          Bm(static_cast<const T*>(in.Bm)),
+          Cm(static_cast<const T*>(in.Cm)),
+          D(static_cast<const T*>(in.D)),
+          z(static_cast<const T*>(in.z)),
+          bias(static_cast<const T*>(in.delta_bias)),
+          batch(in.batch),
+          channels(in.channels),
+          length(in.length),
+          state(in.state),
+          groups(in.groups),
+          softplus(in.delta_softplus) {}
 
     int64_t rows() const { return batch * channels; }
     // Offset of row (b, d)'s (L, N) block in Bm / Cm.
@@ -103,8 +111,7 @@ struct Scan {
 // kN > 0 is the state size known at compile time; with kN == 0 (size read from s) the
 // state and the decays live in `scratch` (2 N).
 template <typename T, int kN, bool kStore>
-void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states,
-              T* scratch) {
+void scan_row(const Scan<T>& s, int64_t row, T* y_pre, T* dts, T* decays, T* states, T* scratch) {
     const int64_t N = kN > 0 ? kN : s.state, L = s.length;
     const T* a = s.A + row % s.channels * N;
     const T* b_rows = s.Bm + s.bc_offset(row);
@@ -186,8 +193,14 @@ template <typename T>
 struct RowScratch {
     std::vector<T> dts, y_pre, decays, states, gh, x, ga, zeros, scan;
     explicit RowScratch(int64_t L, int64_t N)
-        : dts(size_t(L)), y_pre(size_t(L)), decays(size_t(L * N)), states(size_t(L * N)),
-          gh(size_t(N)), x(size_t(N)), ga(size_t(N)), zeros(size_t(N), T(0)),
+        : dts(size_t(L)),
+          y_pre(size_t(L)),
+          decays(size_t(L * N)),
+          states(size_t(L * N)),
+          gh(size_t(N)),
+          x(size_t(N)),
+          ga(size_t(N)),
+          zeros(size_t(N), T(0)),
           scan(size_t(2 * N)) {}
 };
 
@@ -195,8 +208,8 @@ template <typename T, int kN>
 void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGrads& grads,
                   const SharedGrads<T>& shared, RowScratch<T>& r) {
     const int64_t N = kN > 0 ? kN : s.state, L = s.length, d = row % s.channels;
-    scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(),
-                          r.states.data(), r.scan.data());
+    scan_row<T, kN, true>(s, row, r.y_pre.data(), r.dts.data(), r.decays.data(), r.states.data(),
+                          r.scan.data());
     using Vec = Eigen::Array<T, (kN > 0 ? kN : Eigen::Dynamic), 1>;
     using Map = Eigen::Map<Vec>;
     using ConstMap = Eigen::Map<const Vec>;

@@ -32,8 +32,8 @@ std::vector<double> naive_rfft(const std::vector<double>& x, int64_t rows, int64
 }
 
 // irfft of each row of (rows, bins, 2) to (rows, n), from the Hermitian sum.
-std::vector<double> naive_irfft(const std::vector<double>& x, int64_t rows, int64_t bins,
-                                int64_t n, double scale) {
+std::vector<double> naive_irfft(const std::vector<double>& x, int64_t rows, int64_t bins, int64_t n,
+                                double scale) {
     std::vector<double> out(size_t(rows * n));
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t t = 0; t < n; ++t) {
@@ -83,8 +83,8 @@ TEST_CASE("rfft: matches a naive DFT for any length, n and norm", "[ops][fft]") 
                           naive_rfft(x.to_vector<double>(), 3, length, n, 1.0 / double(n)), 1e-10,
                           1e-12);
             require_close(rfft(x, n, -1, "ortho"),
-                          naive_rfft(x.to_vector<double>(), 3, length, n, 1 / std::sqrt(n)),
-                          1e-10, 1e-12);
+                          naive_rfft(x.to_vector<double>(), 3, length, n, 1 / std::sqrt(n)), 1e-10,
+                          1e-12);
         }
     }
 }
@@ -116,8 +116,8 @@ TEST_CASE("irfft: matches the Hermitian sum and inverts rfft", "[ops][fft]") {
         // Round trip.
         Tensor signal = random_input({2, n}, uint64_t(n + 50));
         require_close(irfft(rfft(signal), n), signal, 1e-10, 1e-12);
-        require_close(irfft(rfft(signal, std::nullopt, -1, "ortho"), n, -1, "ortho"), signal,
-                      1e-10, 1e-12);
+        require_close(irfft(rfft(signal, std::nullopt, -1, "ortho"), n, -1, "ortho"), signal, 1e-10,
+                      1e-12);
     }
     // Default n = 2 (bins - 1); more bins than n/2 + 1 are cut, fewer are zero-padded.
     Tensor x = random_input({5, 2}, 3);
@@ -133,7 +133,7 @@ TEST_CASE("rfft and irfft: along any dim and on non-contiguous inputs", "[ops][f
         INFO("dim " << dim);
         int64_t d = dim < 0 ? dim + 3 : dim;
         Tensor moved = x.transpose(d, 2).contiguous();  // transformed dim last
-        Tensor want = rfft(moved, 9).transpose(d, 2);    // bins back at d
+        Tensor want = rfft(moved, 9).transpose(d, 2);   // bins back at d
         Tensor got = rfft(x, 9, dim);
         Shape shape = x.shape();
         shape[size_t(d)] = 9 / 2 + 1;
@@ -181,7 +181,8 @@ TEST_CASE("fftconv: equals irfft(rfft(u, 2L) rfft(k, 2L), 2L)[:L] + u D", "[ops]
     int64_t L = 13;
     Tensor u = random_input({2, 3, L}, 60), k = random_input({3, L}, 61), D = random_input({3}, 62);
     Tensor uf = rfft(u, 2 * L), kf = rfft(k, 2 * L);
-    Tensor ur = uf.select(-1, 0), ui = uf.select(-1, 1), kr = kf.select(-1, 0), ki = kf.select(-1, 1);
+    Tensor ur = uf.select(-1, 0), ui = uf.select(-1, 1), kr = kf.select(-1, 0),
+           ki = kf.select(-1, 1);
     Tensor product = stack({sub(mul(ur, kr), mul(ui, ki)), add(mul(ur, ki), mul(ui, kr))}, -1);
     Tensor want = add(irfft(product, 2 * L).narrow(-1, 0, L), mul(u, D.unsqueeze(-1)));
     require_close(fftconv(u, k, D), want.contiguous().to_vector<double>(), 1e-12, 1e-12);
@@ -225,7 +226,10 @@ TEST_CASE("rfft, irfft, fftconv: errors name the op and the values", "[ops][fft]
     require_error([&] { fftconv(u, zeros({3, 4})); }, {"[fftconv]", "k must be", "[3, 4]"});
     require_error([&] { fftconv(u, zeros({2, 3, 5})); }, {"[fftconv]", "[2, 3, 5]"});
     require_error([&] { fftconv(u, zeros({3, 5}), zeros({2})); }, {"[fftconv]", "D must be (3)"});
-    require_error([&] { fftconv(u, zeros({3, 5}, DType::float64)); },
-                  {"[fftconv]", "k has dtype float64"});
+    require_error(
+        [&] {
+            fftconv(u, zeros({3, 5}, DType::float64));
+        },
+        {"[fftconv]", "k has dtype float64"});
     require_error([&] { fftconv(zeros({5}), zeros({3, 5})); }, {"[fftconv]", "(..., H, L)"});
 }

@@ -17,9 +17,8 @@ struct ScanCase {
 };
 
 // Shapes: u, delta, z (B, Dc, L); A (Dc, N); Bm, Cm (B, N, L) or (B, G, N, L).
-ScanCase make_case(int64_t batch, int64_t channels, int64_t length, int64_t state,
-                   int64_t groups, bool with_d, bool with_z, bool with_bias, bool softplus,
-                   uint64_t seed) {
+ScanCase make_case(int64_t batch, int64_t channels, int64_t length, int64_t state, int64_t groups,
+                   bool with_d, bool with_z, bool with_bias, bool softplus, uint64_t seed) {
     ScanCase c;
     c.u = random_input({batch, channels, length}, seed);
     // Without softplus keep delta positive-ish and small, as a step size is.
@@ -76,16 +75,15 @@ std::vector<double> reference(const ScanCase& c) {
 
 }  // namespace
 
-TEST_CASE("selective_scan: matches a sequential reference for every option",
-          "[ops][scan]") {
+TEST_CASE("selective_scan: matches a sequential reference for every option", "[ops][scan]") {
     int64_t seed = 100;
     for (int64_t groups : {0, 1, 3}) {
         for (int options = 0; options < 16; ++options) {
             int64_t state = options % 2 ? 5 : 8;  // generic and compile-time state loops
             bool with_d = options & 1, with_z = options & 2, with_bias = options & 4,
                  softplus = options & 8;
-            INFO("groups " << groups << " D " << with_d << " z " << with_z << " bias "
-                           << with_bias << " softplus " << softplus);
+            INFO("groups " << groups << " D " << with_d << " z " << with_z << " bias " << with_bias
+                           << " softplus " << softplus);
             ScanCase c = make_case(2, 6, 11, state, groups, with_d, with_z, with_bias, softplus,
                                    uint64_t(seed += 10));
             std::vector<double> want = reference(c);
@@ -139,8 +137,7 @@ TEST_CASE("selective_scan: gradients of every input match finite differences",
                     Tensor D = with_d ? in[next++] : Tensor();
                     Tensor z = with_z ? in[next++] : Tensor();
                     Tensor bias = with_bias ? in[next++] : Tensor();
-                    return selective_scan(in[0], in[1], in[2], in[3], in[4], D, z, bias,
-                                          softplus);
+                    return selective_scan(in[0], in[1], in[2], in[3], in[4], D, z, bias, softplus);
                 },
                 inputs);
         }
@@ -200,7 +197,10 @@ TEST_CASE("selective_scan: errors name the op and the shapes", "[ops][scan]") {
     require_error([&] { selective_scan(c.u, c.delta, c.A, c.Bm.narrow(1, 0, 2), c.Cm); },
                   {"[selective_scan]", "Bm has shape [2, 2, 5]"});
     require_error(
-        [&] { selective_scan(c.u, c.delta, c.A, c.Bm.reshape({2, 1, 3, 5}).expand({2, 3, 3, 5}), c.Cm); },
+        [&] {
+            selective_scan(c.u, c.delta, c.A, c.Bm.reshape({2, 1, 3, 5}).expand({2, 3, 3, 5}),
+                           c.Cm);
+        },
         {"[selective_scan]", "3 groups", "4 channels"});
     require_error([&] { selective_scan(c.u, c.delta, c.A, c.Bm, c.Cm, ones({5}, DType::float64)); },
                   {"[selective_scan]", "D must be (4)", "[5]"});
