@@ -1,13 +1,15 @@
 // All op families; included by <lumen/lumen.h>.
 #pragma once
 
-#include "ops/creation.h"
 #include "ops/conv.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/fft.h"
 #include "ops/index.h"
 #include "ops/layout.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/scan.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
