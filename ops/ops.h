@@ -2,7 +2,9 @@
 #pragma once
 
 #include "ops/creation.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
