@@ -221,6 +221,15 @@ void check_class_index_target(const Tensor& input, const Tensor& target, const c
 
 // ---- pointwise losses ----
 
+// Whether `from` broadcasts to exactly `to` (aligned right, sizes equal or 1).
+bool broadcasts_to(const Shape& from, const Shape& to) {
+    if (from.size() > to.size()) return false;
+    size_t lead = to.size() - from.size();
+    for (size_t d = 0; d < from.size(); ++d)
+        if (from[d] != 1 && from[d] != to[lead + d]) return false;
+    return true;
+}
+
 struct PointwiseSpec {
     const char* op;
     PointwiseLoss kind;
@@ -245,8 +254,8 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
     for (const auto& [t, what] : {std::pair{weight, "weight"}, std::pair{pos_weight, "pos_weight"}}) {
         if (!t.defined()) continue;
         check_companion(t, input, what, op);
-        LUMEN_CHECK(broadcast_shapes(t.shape(), shape, op) == shape, op, what, " of shape ",
-                    t.shape(), " does not broadcast to the input shape ", shape);
+        LUMEN_CHECK(broadcasts_to(t.shape(), shape), op, what, " of shape ", t.shape(),
+                    " does not broadcast to the input shape ", shape);
     }
     Tensor x, y;
     {

@@ -14,15 +14,23 @@ TensorMap loss_output(const Tensor& loss) {
 
 std::string reduction_of(VectorCall& call) { return call.config.get_string("reduction", "mean"); }
 
+// Class-index target: the vectors store a 0-d tensor as [1] too, so an unbatched input (C)
+// gets its target back as a 0-d tensor.
+Tensor class_target(VectorCall& call) {
+    Tensor target = call.input("target");
+    bool unbatched = call.input("input").ndim() == 1 && !target.is_floating_point();
+    return unbatched && target.shape() == Shape{1} ? target.reshape({}) : target;
+}
+
 // Optional weights come as inputs (in.weight, in.pos_weight).
 const VectorAdapterRegistration kCrossEntropy("op.cross_entropy", [](VectorCall& call) {
-    return loss_output(cross_entropy(call.input("input"), call.input("target"),
+    return loss_output(cross_entropy(call.input("input"), class_target(call),
                                      call.optional_input("weight"),
                                      call.config.get_int("ignore_index", -100), reduction_of(call),
                                      call.config.get_double("label_smoothing", 0.0)));
 });
 const VectorAdapterRegistration kNllLoss("op.nll_loss", [](VectorCall& call) {
-    return loss_output(nll_loss(call.input("input"), call.input("target"),
+    return loss_output(nll_loss(call.input("input"), class_target(call),
                                 call.optional_input("weight"),
                                 call.config.get_int("ignore_index", -100), reduction_of(call)));
 });
