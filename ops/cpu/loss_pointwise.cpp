@@ -24,17 +24,41 @@ T sign(T d) {
     return T((d > T(0)) - (d < T(0)));
 }
 
+// e^-|z| in (0, 1]: the vectorizable float exp of the softmax kernels (std::exp for double).
+template <typename T>
+T exp_neg_abs(T z) {
+    return vec::exp_nonpositive(T(-std::abs(z)));
+}
+
+// log(1 + e) for e in [0, 1] as 2 atanh(s), s = e / (2 + e) <= 1/3: an odd series in s whose
+// terms past s^15 are below float precision. Plain arithmetic, so loops vectorize, and
+// accurate for tiny e too (unlike log(1 + e)). Double uses std::log1p.
+inline float log1p_unit(float e) {
+    float s = e / (2.0f + e), s2 = s * s;
+    float p = 1.0f / 15.0f;
+    p = p * s2 + 1.0f / 13.0f;
+    p = p * s2 + 1.0f / 11.0f;
+    p = p * s2 + 1.0f / 9.0f;
+    p = p * s2 + 1.0f / 7.0f;
+    p = p * s2 + 1.0f / 5.0f;
+    p = p * s2 + 1.0f / 3.0f;
+    p = p * s2 + 1.0f;
+    return 2.0f * s * p;
+}
+inline double log1p_unit(double e) { return std::log1p(e); }
+
 // softplus(z) = log(1 + e^z) without overflow: max(z, 0) + log1p(e^-|z|).
 template <typename T>
 T softplus(T z) {
-    return std::max(z, T(0)) + std::log1p(std::exp(-std::abs(z)));
+    return std::max(z, T(0)) + log1p_unit(exp_neg_abs(z));
 }
 
+// 1 / (1 + e^-z) from e = e^-|z|, so that no exp overflows.
 template <typename T>
 T sigmoid(T z) {
-    if (z >= T(0)) return T(1) / (T(1) + std::exp(-z));
-    T e = std::exp(z);
-    return e / (T(1) + e);
+    T e = exp_neg_abs(z);
+    T numerator = z >= T(0) ? T(1) : e;
+    return numerator / (T(1) + e);
 }
 
 template <typename T>
@@ -42,7 +66,9 @@ T clamped_log(T v) {
     return std::max(std::log(v), T(-100));
 }
 
-// The loss of one element; w and pw are used by the bce kinds only.
+// The loss of one element; w and pw are used by the bce kinds only. Both sides of every
+// piecewise formula are computed before the select: GCC (with its default -ftrapping-math)
+// does not vectorize loops whose arithmetic sits inside a condition.
 template <PointwiseLoss K, typename T>
 inline T element_loss(T x, T y, T w, T pw, T param) {
     T d = x - y;
@@ -51,11 +77,11 @@ inline T element_loss(T x, T y, T w, T pw, T param) {
     } else if constexpr (K == PointwiseLoss::l1) {
         return std::abs(d);
     } else if constexpr (K == PointwiseLoss::smooth_l1) {
-        T a = std::abs(d);
-        return a < param ? T(0.5) * d * d / param : a - T(0.5) * param;
+        T a = std::abs(d), quadratic = T(0.5) * d * d / param, linear = a - T(0.5) * param;
+        return a < param ? quadratic : linear;
     } else if constexpr (K == PointwiseLoss::huber) {
-        T a = std::abs(d);
-        return a < param ? T(0.5) * d * d : param * (a - T(0.5) * param);
+        T a = std::abs(d), quadratic = T(0.5) * d * d, linear = param * (a - T(0.5) * param);
+        return a < param ? quadratic : linear;
     } else if constexpr (K == PointwiseLoss::charbonnier) {
         return std::sqrt(d * d + param * param);
     } else if constexpr (K == PointwiseLoss::binary_cross_entropy) {
@@ -77,7 +103,8 @@ inline T element_grad_input(T x, T y, T w, T pw, T param) {
     } else if constexpr (K == PointwiseLoss::l1) {
         return sign(d);
     } else if constexpr (K == PointwiseLoss::smooth_l1) {
-        return std::abs(d) < param ? d / param : sign(d);
+        T inside = d / param, outside = sign(d);
+        return std::abs(d) < param ? inside : outside;
     } else if constexpr (K == PointwiseLoss::huber) {
         return std::clamp(d, -param, param);
     } else if constexpr (K == PointwiseLoss::charbonnier) {
@@ -111,6 +138,10 @@ constexpr bool is_weighted(PointwiseLoss kind) {
 // through their own (broadcast) offsets.
 struct Walk {
     StridedView views[3];  // input (contiguous), weight, pos_weight, coalesced together
+    bool has[3] = {true, false, false};
+    int64_t inner_stride(int v) const {
+        return views[0].ndim ? views[v].strides[views[0].ndim - 1] : 0;
+    }
 };
 
 // Calls segment(first, count, weight_offset, pos_weight_offset) for consecutive runs along
@@ -145,18 +176,47 @@ void walk_segments(const Walk& walk, int64_t begin, int64_t end, const Segment& 
     }
 }
 
-// Views of input, weight and pos_weight (a stride-0 view of `one` when absent), coalesced.
-Walk make_walk(const StridedView& input, const StridedView& weight, const StridedView& pos_weight,
-               void* one) {
+// Views of input, weight and pos_weight (a stride-0 view of the input's shape when absent,
+// never read), coalesced.
+Walk make_walk(const StridedView& input, const StridedView& weight, const StridedView& pos_weight) {
     Walk walk{{input, weight, pos_weight}};
     for (int v = 1; v < 3; ++v) {
-        if (walk.views[v].data) continue;
+        walk.has[v] = walk.views[v].data != nullptr;
+        if (walk.has[v]) continue;
         walk.views[v] = input;
-        walk.views[v].data = one;
         for (int d = 0; d < input.ndim; ++d) walk.views[v].strides[d] = 0;
     }
     coalesce_dims(walk.views, 3);
     return walk;
+}
+
+// Calls body(weight_at, pos_weight_at), functions of the element k of a segment: the
+// constant 1 for an absent weight, else a contiguous copy of the segment's weights in
+// scratch (2 kBlock elements). Broadcast weights have stride 0 or odd strides; reading them
+// from a copy keeps every loop over the elements unit-stride, so it vectorizes.
+template <PointwiseLoss K, typename T, typename Body>
+void with_weights(const Walk& walk, int64_t weight_offset, int64_t pos_weight_offset,
+                  int64_t count, T* scratch, const Body& body) {
+    auto one = [](int64_t) { return T(1); };
+    if constexpr (!is_weighted(K)) {
+        body(one, one);
+    } else {
+        auto gather = [&](int v, int64_t offset, T* buffer) {
+            const T* source = walk.views[v].template ptr<const T>() + offset;
+            int64_t stride = walk.inner_stride(v);
+            for (int64_t k = 0; k < count; ++k) buffer[k] = source[k * stride];
+            return [buffer](int64_t k) { return buffer[k]; };
+        };
+        if (walk.has[1] && walk.has[2]) {
+            body(gather(1, weight_offset, scratch), gather(2, pos_weight_offset, scratch + kBlock));
+        } else if (walk.has[1]) {
+            body(gather(1, weight_offset, scratch), one);
+        } else if (walk.has[2]) {
+            body(one, gather(2, pos_weight_offset, scratch + kBlock));
+        } else {
+            body(one, one);
+        }
+    }
 }
 
 struct FirstInvalid {
@@ -169,6 +229,11 @@ struct FirstInvalid {
     }
 };
 
+template <typename T>
+std::vector<T> weight_scratch(PointwiseLoss kind) {
+    return std::vector<T>(is_weighted(kind) ? size_t(2 * kBlock) : 0);
+}
+
 template <PointwiseLoss K, typename T>
 double forward_typed(T param, const StridedView& input, const StridedView& target,
                      const StridedView& weight, const StridedView& pos_weight,
@@ -176,16 +241,11 @@ double forward_typed(T param, const StridedView& input, const StridedView& targe
     const T* x = input.ptr<const T>();
     const T* y = target.ptr<const T>();
     T* store = out.data ? out.ptr<T>() : nullptr;
-    T one = T(1);
-    Walk walk = make_walk(input, weight, pos_weight, &one);
-    const T* w = walk.views[1].ptr<const T>();
-    const T* pw = walk.views[2].ptr<const T>();
-    int64_t ndim = walk.views[0].ndim;
-    int64_t w_stride = ndim ? walk.views[1].strides[ndim - 1] : 0;
-    int64_t pw_stride = ndim ? walk.views[2].strides[ndim - 1] : 0;
+    Walk walk = make_walk(input, weight, pos_weight);
     int64_t numel = input.numel(), blocks = (numel + kBlock - 1) / kBlock;
     std::vector<double> partial(size_t(blocks), 0.0);
     parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / kBlock), [&](int64_t lo, int64_t hi) {
+        std::vector<T> scratch = weight_scratch<T>(K);
         for (int64_t b = lo; b < hi; ++b) {
             int64_t begin = b * kBlock, end = std::min(numel, begin + kBlock);
             if constexpr (K == PointwiseLoss::binary_cross_entropy) {
@@ -199,14 +259,14 @@ double forward_typed(T param, const StridedView& input, const StridedView& targe
             double total = 0;
             walk_segments(walk, begin, end, [&](int64_t first, int64_t count, int64_t ow,
                                                 int64_t opw) {
-                const T *xs = x + first, *ys = y + first, *ws = w + ow, *pws = pw + opw;
+                const T *xs = x + first, *ys = y + first;
                 T* os = store ? store + first : nullptr;
-                total += vec::lane_sum<T>(count, [&](int64_t k) {
-                    T l = is_weighted(K) ? element_loss<K>(xs[k], ys[k], ws[k * w_stride],
-                                                           pws[k * pw_stride], param)
-                                         : element_loss<K>(xs[k], ys[k], one, one, param);
-                    if (os) os[k] = l;
-                    return l;
+                with_weights<K>(walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
+                    total += vec::lane_sum<T>(count, [&](int64_t k) {
+                        T l = element_loss<K>(xs[k], ys[k], w_at(k), pw_at(k), param);
+                        if (os) os[k] = l;
+                        return l;
+                    });
                 });
             });
             partial[size_t(b)] = total;
@@ -227,27 +287,40 @@ void backward_typed(T param, const StridedView& input, const StridedView& target
     const T* g = grad_losses.data ? grad_losses.ptr<const T>() : nullptr;
     T* gx = grad_input.data ? grad_input.ptr<T>() : nullptr;
     T* gy = grad_target.data ? grad_target.ptr<T>() : nullptr;
-    T one = T(1), s = T(scale);
-    Walk walk = make_walk(input, weight, pos_weight, &one);
-    const T* w = walk.views[1].ptr<const T>();
-    const T* pw = walk.views[2].ptr<const T>();
-    int64_t ndim = walk.views[0].ndim;
-    int64_t w_stride = ndim ? walk.views[1].strides[ndim - 1] : 0;
-    int64_t pw_stride = ndim ? walk.views[2].strides[ndim - 1] : 0;
+    T s = T(scale);
+    Walk walk = make_walk(input, weight, pos_weight);
     int64_t numel = input.numel(), blocks = (numel + kBlock - 1) / kBlock;
+    // One loop per gradient with the factor g hoisted, so that each loop vectorizes.
+    auto fill = [&](T* grad, int64_t first, int64_t count, auto w_at, auto pw_at, auto element) {
+        const T *xs = x + first, *ys = y + first;
+        T* out = grad + first;
+        if (g) {
+            const T* gs = g + first;
+            for (int64_t k = 0; k < count; ++k)
+                out[k] = s * gs[k] * element(xs[k], ys[k], w_at(k), pw_at(k));
+        } else {
+            for (int64_t k = 0; k < count; ++k)
+                out[k] = s * element(xs[k], ys[k], w_at(k), pw_at(k));
+        }
+    };
+    auto grad_input_of = [param](T xv, T yv, T wv, T pwv) {
+        return element_grad_input<K>(xv, yv, wv, pwv, param);
+    };
+    auto grad_target_of = [param](T xv, T yv, T wv, T pwv) {
+        return element_grad_target<K>(xv, yv, wv, pwv, param);
+    };
     parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / kBlock), [&](int64_t lo, int64_t hi) {
-        walk_segments(walk, lo * kBlock, std::min(numel, hi * kBlock),
-                      [&](int64_t first, int64_t count, int64_t ow, int64_t opw) {
-                          const T *ws = w + ow, *pws = pw + opw;
-                          for (int64_t k = 0; k < count; ++k) {
-                              int64_t i = first + k;
-                              T gi = g ? s * g[i] : s;
-                              T wk = ws[k * w_stride], pwk = pws[k * pw_stride];
-                              if (gx) gx[i] = gi * element_grad_input<K>(x[i], y[i], wk, pwk, param);
-                              if (gy)
-                                  gy[i] = gi * element_grad_target<K>(x[i], y[i], wk, pwk, param);
-                          }
-                      });
+        std::vector<T> scratch = weight_scratch<T>(K);
+        for (int64_t b = lo; b < hi; ++b) {
+            int64_t begin = b * kBlock, end = std::min(numel, begin + kBlock);
+            walk_segments(walk, begin, end, [&](int64_t first, int64_t count, int64_t ow,
+                                                int64_t opw) {
+                with_weights<K>(walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
+                    if (gx) fill(gx, first, count, w_at, pw_at, grad_input_of);
+                    if (gy) fill(gy, first, count, w_at, pw_at, grad_target_of);
+                });
+            });
+        }
     });
 }
 
