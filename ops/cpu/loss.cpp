@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -128,57 +130,113 @@ void class_rows_forward(const Layout& layout, const T* input, const int64_t* tar
     }
 }
 
-// Columns (S > 1): positions [s0, s0 + width) of sample n.
+// log(x) for x >= 1 (a softmax denominator) in plain arithmetic, so that the per-position
+// loops vectorize: x = m 2^e with m in [1, 2), log m = 2 atanh(s), s = (m - 1) / (m + 1)
+// <= 1/3, an odd series whose terms past s^15 are below float precision (max relative error
+// ~2e-7). x - x carries a NaN through. Double uses std::log.
+inline float log_at_least_one(float x) {
+    int32_t bits = std::bit_cast<int32_t>(x);
+    float e = float((bits >> 23) - 127);
+    float m = std::bit_cast<float>((bits & 0x007fffff) | 0x3f800000);
+    float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
+    float p = 1.0f / 15.0f;
+    p = p * s2 + 1.0f / 13.0f;
+    p = p * s2 + 1.0f / 11.0f;
+    p = p * s2 + 1.0f / 9.0f;
+    p = p * s2 + 1.0f / 7.0f;
+    p = p * s2 + 1.0f / 5.0f;
+    p = p * s2 + 1.0f / 3.0f;
+    p = p * s2 + 1.0f;
+    return (e * 0.693147180559945f + 2.0f * s * p) + (x - x);
+}
+inline double log_at_least_one(double x) { return std::log(x); }
+
+// keep ? value : 0 through the bits: GCC (default -ftrapping-math) moves the arithmetic of a
+// value used only under a condition into a branch and then leaves the loop scalar.
+template <typename T>
+T zero_unless(bool keep, T value) {
+    using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    return std::bit_cast<T>(std::bit_cast<Bits>(value) & -Bits(keep));
+}
+
+// Columns (S > 1): positions [s0, s0 + width) of sample n. The target's logit and weight are
+// picked up during the pass over C by a compare-and-select (no gather), and every loop runs
+// over the positions, so all of them vectorize.
 template <typename T>
 void class_block_forward(const Layout& layout, const T* input, const int64_t* target,
                          const ClassWeights<T>& w, const ClassLossOptions& o, T* losses, T* lse,
                          int64_t n, int64_t s0, int64_t width, double* totals,
                          FirstInvalid& invalid) {
-    int64_t C = layout.classes, S = layout.positions;
+    int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
-    T max[kWidth], sum[kWidth], shifted[kWidth];
+    const int64_t* t = target + i0;
+    int32_t cls[kWidth];  // the target class, or -1 when ignored (or invalid)
+    bool any_invalid = false;
+    for (int64_t j = 0; j < width; ++j) {
+        bool ignored = t[j] == o.ignore_index, bad = !ignored && (t[j] < 0 || t[j] >= C);
+        any_invalid |= bad;
+        cls[j] = ignored || bad ? -1 : int32_t(t[j]);
+    }
+    if (any_invalid) {
+        for (int64_t j = 0; j < width; ++j)
+            if (t[j] != o.ignore_index && (t[j] < 0 || t[j] >= C)) invalid.note(i0 + j);
+    }
+    // x_t, w[t] (0 when ignored), and the sums over C.
+    T max[kWidth], sum[kWidth], shifted[kWidth], picked[kWidth], picked_weight[kWidth];
+    for (int64_t j = 0; j < width; ++j) {
+        max[j] = o.from_logits ? base[j] : T(0);
+        sum[j] = shifted[j] = picked[j] = picked_weight[j] = 0;
+    }
     if (o.from_logits) {
-        for (int64_t j = 0; j < width; ++j) {
-            max[j] = base[j];
-            sum[j] = shifted[j] = 0;
-        }
         for (int64_t c = 1; c < C; ++c) {
             const T* row = base + c * S;
             for (int64_t j = 0; j < width; ++j)
                 max[j] = ((row[j] > max[j]) | (row[j] != row[j])) ? row[j] : max[j];
         }
-        for (int64_t c = 0; c < C; ++c) {
-            const T* row = base + c * S;
-            T wc = w[c];
-            for (int64_t j = 0; j < width; ++j) {
-                T d = row[j] - max[j];
-                sum[j] += vec::exp_nonpositive(d);
-                shifted[j] += wc * d;
-            }
+    }
+    // Branches on the options stay outside the loops, which then vectorize.
+    for (int64_t c = 0; c < C; ++c) {
+        const T* row = base + c * S;
+        T wc = w[c];
+        for (int64_t j = 0; j < width; ++j) {
+            bool hit = cls[j] == int32_t(c);
+            picked[j] = hit ? row[j] : picked[j];
+            picked_weight[j] = hit ? wc : picked_weight[j];
+        }
+        if (!o.from_logits) continue;
+        for (int64_t j = 0; j < width; ++j) {
+            T d = row[j] - max[j];
+            sum[j] += vec::exp_nonpositive(d);
+            shifted[j] += wc * d;
         }
     }
-    double smoothing = o.label_smoothing;
+    T keep = T(1 - o.label_smoothing), spread = T(o.label_smoothing / double(C));
+    T weight_total = T(w.total), loss[kWidth], log_z[kWidth];
+    if (o.from_logits) {
+        // (1 - ls) w[t] (log_sum - (x_t - max)) + ls / C sum_c w_c (log_sum - (x_c - max))
+        for (int64_t j = 0; j < width; ++j) {
+            T log_sum = log_at_least_one(sum[j]);
+            T value = keep * picked_weight[j] * (log_sum - (picked[j] - max[j])) +
+                      spread * (weight_total * log_sum - shifted[j]);
+            loss[j] = zero_unless(cls[j] >= 0, value);
+            log_z[j] = max[j] + log_sum;
+        }
+    } else {
+        for (int64_t j = 0; j < width; ++j) {
+            T value = -picked_weight[j] * picked[j];
+            loss[j] = zero_unless(cls[j] >= 0, value);
+            log_z[j] = 0;
+        }
+    }
+    if (lse) std::copy(log_z, log_z + width, lse + i0);
+    if (losses) std::copy(loss, loss + width, losses + i0);
+    T loss_total = 0, weight_sum = 0;
     for (int64_t j = 0; j < width; ++j) {
-        int64_t i = n * S + s0 + j, t = target[i];
-        double loss = 0;
-        if (t == o.ignore_index) {
-            if (lse) lse[i] = T(0);
-        } else if (t < 0 || t >= C) {
-            invalid.note(i);
-        } else if (!o.from_logits) {
-            loss = -double(w[t]) * double(base[t * S + j]);
-            totals[1] += double(w[t]);
-        } else {
-            double log_sum = std::log(double(sum[j]));
-            if (lse) lse[i] = T(double(max[j]) + log_sum);
-            loss = (1 - smoothing) * double(w[t]) * (log_sum - double(base[t * S + j] - max[j]));
-            if (smoothing > 0)
-                loss += smoothing / double(C) * (w.total * log_sum - double(shifted[j]));
-            totals[1] += double(w[t]);
-        }
-        if (losses) losses[i] = T(loss);
-        totals[0] += loss;
+        loss_total += loss[j];
+        weight_sum += picked_weight[j];
     }
+    totals[0] += double(loss_total);
+    totals[1] += double(weight_sum);
 }
 
 // ---- class-index targets, backward ----
@@ -230,41 +288,39 @@ void class_rows_backward(const Layout& layout, const T* input, const int64_t* ta
     }
 }
 
+// grad = softmax * a - b w_c - [c == t] target_term per position, with the coefficients
+// prepared over the positions first; an ignored position (and every nll position) gets
+// log_z = inf, so its softmax term is exactly 0 without a branch.
 template <typename T>
 void class_block_backward(const Layout& layout, const T* input, const int64_t* target,
                           const ClassWeights<T>& w, const ClassLossOptions& o, const T* lse,
                           const T* grad_losses, double scale, T* grad_input, int64_t n,
                           int64_t s0, int64_t width) {
-    int64_t C = layout.classes, S = layout.positions;
+    int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
     T* out = grad_input + n * C * S + s0;
-    T a[kWidth], b[kWidth], log_z[kWidth];
+    const int64_t* t = target + i0;
+    int32_t cls[kWidth];
+    T a[kWidth], b[kWidth], target_term[kWidth], log_z[kWidth];
+    double smoothing = o.from_logits ? o.label_smoothing : 0.0;
     for (int64_t j = 0; j < width; ++j) {
-        int64_t i = n * S + s0 + j;
-        double g = scale * (grad_losses ? double(grad_losses[i]) : 1.0);
-        ClassGradient k = class_gradient(w, o, target[i], C, g);
-        a[j] = T(k.a);
-        b[j] = T(k.b);
-        // exp(x - inf) = 0 keeps ignored positions at exactly 0 without a branch.
-        bool ignored = target[i] == o.ignore_index || !o.from_logits;
-        log_z[j] = ignored ? std::numeric_limits<T>::infinity() : lse[i];
+        bool ignored = t[j] == o.ignore_index;
+        cls[j] = ignored ? -1 : int32_t(t[j]);
+        double g = ignored ? 0.0 : scale * (grad_losses ? double(grad_losses[i0 + j]) : 1.0);
+        double wt = ignored ? 0.0 : double(w[t[j]]);
+        target_term[j] = T(g * (1 - smoothing) * wt);
+        a[j] = o.from_logits ? T(g * ((1 - smoothing) * wt + smoothing / double(C) * w.total)) : 0;
+        b[j] = T(g * smoothing / double(C));
+        log_z[j] = ignored || !o.from_logits ? std::numeric_limits<T>::infinity() : lse[i0 + j];
     }
     for (int64_t c = 0; c < C; ++c) {
         const T* row = base + c * S;
         T* grad_row = out + c * S;
         T wc = w[c];
-        if (!o.from_logits) {
-            std::fill(grad_row, grad_row + width, T(0));
-            continue;
+        for (int64_t j = 0; j < width; ++j) {
+            T picked = cls[j] == int32_t(c) ? target_term[j] : T(0);
+            grad_row[j] = vec::exp_nonpositive(T(row[j] - log_z[j])) * a[j] - b[j] * wc - picked;
         }
-        for (int64_t j = 0; j < width; ++j)
-            grad_row[j] = vec::exp_nonpositive(T(row[j] - log_z[j])) * a[j] - b[j] * wc;
-    }
-    for (int64_t j = 0; j < width; ++j) {
-        int64_t i = n * S + s0 + j, t = target[i];
-        if (t == o.ignore_index) continue;
-        double g = scale * (grad_losses ? double(grad_losses[i]) : 1.0);
-        out[t * S + j] -= T(class_gradient(w, o, t, C, g).target_term);
     }
 }
 
