@@ -34,8 +34,7 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     if (input.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
     Generator& gen = generator ? *generator : default_generator();
     // The blocks bernoulli(shape, 1 - p, dtype) would reserve, so masks match it.
-    uint64_t offset =
-        gen.advance(philox_blocks(input.numel(), uniform_per_block(input.dtype())));
+    uint64_t offset = gen.advance(philox_blocks(input.numel(), uniform_per_block(input.dtype())));
     double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
     Tensor x;
     {

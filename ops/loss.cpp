@@ -132,18 +132,16 @@ GradScale grad_scale(const Tensor& grad_out, Reduction reduction, double divisor
 
 // cross_entropy / nll_loss with class-index targets.
 Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
-                        const cpu::ClassLossOptions& options, Reduction reduction,
-                        const char* op) {
+                        const cpu::ClassLossOptions& options, Reduction reduction, const char* op) {
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), t = contiguous_data(target), w = contiguous_data(weight);
     bool record = needs_recording({input});
     Tensor losses = reduction == Reduction::none ? empty(target.shape(), input.dtype()) : Tensor();
     Tensor lse = record && options.from_logits ? empty(p.ns(), input.dtype()) : Tensor();
     double totals[2] = {0, 0};
-    int64_t invalid = cpu::class_loss_forward(view_as(x, p.nsc(), op), view_as(t, p.ns(), op),
-                                              optional_view(w, op), options,
-                                              view_as(losses, p.ns(), op),
-                                              view_as(lse, p.ns(), op), totals);
+    int64_t invalid = cpu::class_loss_forward(
+        view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op), options,
+        view_as(losses, p.ns(), op), view_as(lse, p.ns(), op), totals);
     LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : t.data_ptr<int64_t>()[invalid],
                 " is out of bounds for ", p.classes, " classes (valid: 0 to ", p.classes - 1,
                 " or ignore_index ", options.ignore_index, "; at flat index ", invalid,
@@ -152,18 +150,16 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
     Tensor out = finish(reduction, totals[0], total_weight, losses, input.dtype());
     // d loss_i / d x_c = softmax_c a_i - b_i w_c - [c == t_i] (1 - ls) w[t_i] (see kernels.h)
     record_backward(op, {input}, out,
-                    [p, options, reduction, total_weight, op, saved_x = save(x),
-                     saved_t = save(t), saved_w = save(w), saved_lse = save(lse)](
-                        const Tensor& grad_out) {
+                    [p, options, reduction, total_weight, op, saved_x = save(x), saved_t = save(t),
+                     saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
                         Tensor x = saved_x.get();
                         GradScale g = grad_scale(grad_out, reduction, total_weight);
                         Tensor grad_input = empty(x.shape(), x.dtype());
                         cpu::class_loss_backward(
                             view_as(x, p.nsc(), op), view_as(saved_t.get(), p.ns(), op),
                             optional_view(saved_w.get(), op), options,
-                            view_as(saved_lse.get(), p.ns(), op),
-                            view_as(g.per_sample, p.ns(), op), g.scale,
-                            view_as(grad_input, p.nsc(), op));
+                            view_as(saved_lse.get(), p.ns(), op), view_as(g.per_sample, p.ns(), op),
+                            g.scale, view_as(grad_input, p.nsc(), op));
                         return std::vector<Tensor>{grad_input};
                     });
     return out;
@@ -176,8 +172,8 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), q = contiguous_data(target), w = contiguous_data(weight);
     bool need_x = needs_recording({input}), need_q = needs_recording({target});
-    Tensor losses = reduction == Reduction::none ? empty(target_shape_of(input), input.dtype())
-                                                 : Tensor();
+    Tensor losses =
+        reduction == Reduction::none ? empty(target_shape_of(input), input.dtype()) : Tensor();
     Tensor lse = empty(p.ns(), input.dtype());
     double total = 0;
     cpu::soft_cross_entropy_forward(view_as(x, p.nsc(), op), view_as(q, p.nsc(), op),
@@ -186,22 +182,21 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     double samples = double(p.samples * p.positions);
     Tensor out = finish(reduction, total, samples, losses, input.dtype());
     // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c)
-    record_backward(op, {input, target}, out,
-                    [p, label_smoothing, reduction, samples, need_x, need_q, op,
-                     saved_x = save(x), saved_q = save(q), saved_w = save(w),
-                     saved_lse = save(lse)](const Tensor& grad_out) {
-                        Tensor x = saved_x.get();
-                        GradScale g = grad_scale(grad_out, reduction, samples);
-                        Tensor grad_input = need_x ? empty(x.shape(), x.dtype()) : Tensor();
-                        Tensor grad_target = need_q ? empty(x.shape(), x.dtype()) : Tensor();
-                        cpu::soft_cross_entropy_backward(
-                            view_as(x, p.nsc(), op), view_as(saved_q.get(), p.nsc(), op),
-                            optional_view(saved_w.get(), op), label_smoothing,
-                            view_as(saved_lse.get(), p.ns(), op),
-                            view_as(g.per_sample, p.ns(), op), g.scale,
-                            view_as(grad_input, p.nsc(), op), view_as(grad_target, p.nsc(), op));
-                        return std::vector<Tensor>{grad_input, grad_target};
-                    });
+    record_backward(
+        op, {input, target}, out,
+        [p, label_smoothing, reduction, samples, need_x, need_q, op, saved_x = save(x),
+         saved_q = save(q), saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
+            Tensor x = saved_x.get();
+            GradScale g = grad_scale(grad_out, reduction, samples);
+            Tensor grad_input = need_x ? empty(x.shape(), x.dtype()) : Tensor();
+            Tensor grad_target = need_q ? empty(x.shape(), x.dtype()) : Tensor();
+            cpu::soft_cross_entropy_backward(
+                view_as(x, p.nsc(), op), view_as(saved_q.get(), p.nsc(), op),
+                optional_view(saved_w.get(), op), label_smoothing,
+                view_as(saved_lse.get(), p.ns(), op), view_as(g.per_sample, p.ns(), op), g.scale,
+                view_as(grad_input, p.nsc(), op), view_as(grad_target, p.nsc(), op));
+            return std::vector<Tensor>{grad_input, grad_target};
+        });
     return out;
 }
 
@@ -236,8 +231,9 @@ struct PointwiseSpec {
     double param = 0;
 };
 
-Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tensor& target,
-                      const Tensor& weight, const Tensor& pos_weight, Reduction reduction) {
+// Checks the arguments of a pointwise loss and returns the shape of its per-element losses.
+Shape pointwise_shape(const PointwiseSpec& spec, const Tensor& input, const Tensor& target,
+                      const Tensor& weight, const Tensor& pos_weight) {
     const char* op = spec.op;
     check_floating_input(input, op);
     LUMEN_CHECK(target.defined(), op, "got an undefined target");
@@ -251,12 +247,20 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
     } else {
         shape = broadcast_shapes(input.shape(), target.shape(), op);
     }
-    for (const auto& [t, what] : {std::pair{weight, "weight"}, std::pair{pos_weight, "pos_weight"}}) {
+    for (const auto& [t, what] :
+         {std::pair{weight, "weight"}, std::pair{pos_weight, "pos_weight"}}) {
         if (!t.defined()) continue;
         check_companion(t, input, what, op);
         LUMEN_CHECK(broadcasts_to(t.shape(), shape), op, what, " of shape ", t.shape(),
                     " does not broadcast to the input shape ", shape);
     }
+    return shape;
+}
+
+Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tensor& target,
+                      const Tensor& weight, const Tensor& pos_weight, Reduction reduction) {
+    const char* op = spec.op;
+    Shape shape = pointwise_shape(spec, input, target, weight, pos_weight);
     Tensor x, y;
     {
         NoGradGuard no_grad;
@@ -315,9 +319,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     ClassProblem p = class_problem(input, op);
     check_class_weight(weight, input, p.classes, op);
     if (target.shape() == input.shape()) {
-        LUMEN_CHECK(target.is_floating_point(), op, "a target of the input's shape ",
-                    input.shape(), " holds class probabilities and must be floating, got ",
-                    target.dtype());
+        LUMEN_CHECK(target.is_floating_point(), op, "a target of the input's shape ", input.shape(),
+                    " holds class probabilities and must be floating, got ", target.dtype());
         check_companion(target, input, "target (class probabilities)", op);
         LUMEN_CHECK(ignore_index < 0, op, "ignore_index (", ignore_index,
                     ") is not supported for class-probability targets");

@@ -49,8 +49,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // input holds probabilities in [0, 1] (throws naming the first value outside); target of
 // input's shape; weight broadcasts to it. Gradients: input, target.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
-                            const Tensor& weight = Tensor(),
-                            const std::string& reduction = "mean");
+                            const Tensor& weight = Tensor(), const std::string& reduction = "mean");
 
 // The regression losses take input and target of one dtype whose shapes broadcast together
 // (as PyTorch, which warns); d = input - target; gradients for both.

@@ -15,12 +15,12 @@ namespace lumen {
 
 // The per-element losses that share one kernel; `param` is beta, delta or eps.
 enum class PointwiseLoss {
-    mse,                      // (x - y)^2
-    l1,                       // |x - y|
-    smooth_l1,                // |d| < beta ? d^2 / (2 beta) : |d| - beta / 2   (beta > 0)
-    huber,                    // |d| < delta ? d^2 / 2 : delta (|d| - delta / 2)
-    charbonnier,              // sqrt(d^2 + eps^2)
-    binary_cross_entropy,     // -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
+    mse,                               // (x - y)^2
+    l1,                                // |x - y|
+    smooth_l1,                         // |d| < beta ? d^2 / (2 beta) : |d| - beta / 2   (beta > 0)
+    huber,                             // |d| < delta ? d^2 / 2 : delta (|d| - delta / 2)
+    charbonnier,                       // sqrt(d^2 + eps^2)
+    binary_cross_entropy,              // -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))
     binary_cross_entropy_with_logits,  // w ((1 - y) x + (1 + (pw - 1) y) softplus(-x))
 };
 
@@ -63,8 +63,7 @@ void class_loss_backward(const StridedView& input, const StridedView& target,
 //   loss = sum_c w[c] q[c] (lse - x[c]);   totals[0] = sum of losses.
 void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
                                 const StridedView& weight, double label_smoothing,
-                                const StridedView& losses, const StridedView& lse,
-                                double* total);
+                                const StridedView& losses, const StridedView& lse, double* total);
 
 // grad_input = g (softmax_c sum_k w[k] q[k] - w[c] q[c]) and, when grad_target is given,
 // grad_target = g (1 - ls) w[c] (lse - x[c]); g as in class_loss_backward.

@@ -36,7 +36,8 @@ void philox_lanes(uint64_t key, uint64_t first, uint32_t words[4 * kLanes]) {
     __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(low));
     __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(high));
     __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256();
-    const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)), m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
+    const __m256i m0 = _mm256_set1_epi32(int(0xD2511F53u)),
+                  m1 = _mm256_set1_epi32(int(0xCD9E8D57u));
     uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
     // (low, high) 32-bit halves of m * c in every lane.
     auto multiply = [](__m256i m, __m256i c, __m256i& lo, __m256i& hi) {
@@ -96,27 +97,27 @@ void forward_typed(uint64_t seed, uint64_t offset, T keep_prob, T scale, const T
     constexpr int64_t kPer = per_block<T>();
     constexpr int64_t kBatch = kLanes * kPer;  // elements per philox_lanes call
     int64_t batches = (numel + kBatch - 1) / kBatch;
-    parallel_for(0, batches, std::max<int64_t>(1, kGrainSize / kBatch), [&](int64_t lo,
-                                                                             int64_t hi) {
-        // Local arrays first: stores through the uint8 mask pointer could alias anything and
-        // would keep the loops scalar.
-        alignas(32) uint32_t words[4 * kLanes];
-        alignas(32) T factor[kBatch];
-        alignas(32) uint8_t keep[kBatch];
-        const T threshold = keep_prob, kept_factor = scale;  // locals: selects, not loads
-        for (int64_t batch = lo; batch < hi; ++batch) {
-            philox_lanes(seed, offset + uint64_t(batch * kLanes), words);
-            for (int64_t e = 0; e < kBatch; ++e) {
-                bool kept = uniform_at<T>(words, e) < threshold;
-                keep[e] = uint8_t(kept);
-                factor[e] = kept ? kept_factor : T(0);
+    parallel_for(
+        0, batches, std::max<int64_t>(1, kGrainSize / kBatch), [&](int64_t lo, int64_t hi) {
+            // Local arrays first: stores through the uint8 mask pointer could alias anything and
+            // would keep the loops scalar.
+            alignas(32) uint32_t words[4 * kLanes];
+            alignas(32) T factor[kBatch];
+            alignas(32) uint8_t keep[kBatch];
+            const T threshold = keep_prob, kept_factor = scale;  // locals: selects, not loads
+            for (int64_t batch = lo; batch < hi; ++batch) {
+                philox_lanes(seed, offset + uint64_t(batch * kLanes), words);
+                for (int64_t e = 0; e < kBatch; ++e) {
+                    bool kept = uniform_at<T>(words, e) < threshold;
+                    keep[e] = uint8_t(kept);
+                    factor[e] = kept ? kept_factor : T(0);
+                }
+                int64_t first = batch * kBatch;
+                int64_t count = std::min(kBatch, numel - first);
+                for (int64_t e = 0; e < count; ++e) out[first + e] = x[first + e] * factor[e];
+                std::memcpy(mask + first, keep, size_t(count));
             }
-            int64_t first = batch * kBatch;
-            int64_t count = std::min(kBatch, numel - first);
-            for (int64_t e = 0; e < count; ++e) out[first + e] = x[first + e] * factor[e];
-            std::memcpy(mask + first, keep, size_t(count));
-        }
-    });
+        });
 }
 
 }  // namespace

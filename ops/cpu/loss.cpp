@@ -39,9 +39,7 @@ Layout layout_of(const StridedView& input) {
 int64_t rows_per_task(const Layout& layout) {
     return std::max<int64_t>(1, 16384 / std::max<int64_t>(layout.classes, 1));
 }
-int64_t blocks_per_sample(const Layout& layout) {
-    return (layout.positions + kWidth - 1) / kWidth;
-}
+int64_t blocks_per_sample(const Layout& layout) { return (layout.positions + kWidth - 1) / kWidth; }
 
 // Runs task(t, totals) for t in [0, tasks) in parallel, each adding into its own K totals,
 // then sums the tasks' totals in task order.
@@ -110,17 +108,16 @@ void class_rows_forward(const Layout& layout, const T* input, const int64_t* tar
             totals[1] += double(w[t]);
         } else {
             T max = vec::extremum<true>(x, C);
-            double sum = vec::lane_sum<T>(C, [&](int64_t c) {
-                return vec::exp_nonpositive(T(x[c] - max));
-            });
+            double sum =
+                vec::lane_sum<T>(C, [&](int64_t c) { return vec::exp_nonpositive(T(x[c] - max)); });
             double log_sum = std::log(sum);
             if (lse) lse[n] = T(double(max) + log_sum);
             loss = (1 - smoothing) * double(w[t]) * (log_sum - double(x[t] - max));
             if (smoothing > 0) {
-                double shifted = w.data ? vec::lane_sum<T>(C, [&](int64_t c) {
-                    return w.data[c] * (x[c] - max);
-                })
-                                        : vec::lane_sum<T>(C, [&](int64_t c) { return x[c] - max; });
+                double shifted =
+                    w.data
+                        ? vec::lane_sum<T>(C, [&](int64_t c) { return w.data[c] * (x[c] - max); })
+                        : vec::lane_sum<T>(C, [&](int64_t c) { return x[c] - max; });
                 loss += smoothing / double(C) * (w.total * log_sum - shifted);
             }
             totals[1] += double(w[t]);
@@ -159,6 +156,24 @@ T zero_unless(bool keep, T value) {
     return std::bit_cast<T>(std::bit_cast<Bits>(value) & -Bits(keep));
 }
 
+// cls[j] = target[j] as int32, or -1 when it is ignore_index or outside [0, C); the latter
+// are reported to `invalid` with their flat index (first + j).
+void block_classes(const int64_t* target, int64_t width, int64_t classes, int64_t ignore_index,
+                   int32_t* cls, int64_t first, FirstInvalid& invalid) {
+    bool any_invalid = false;
+    for (int64_t j = 0; j < width; ++j) {
+        int64_t t = target[j];
+        bool ignored = t == ignore_index, bad = !ignored && (t < 0 || t >= classes);
+        any_invalid |= bad;
+        cls[j] = ignored || bad ? -1 : int32_t(t);
+    }
+    if (!any_invalid) return;
+    for (int64_t j = 0; j < width; ++j) {
+        int64_t t = target[j];
+        if (t != ignore_index && (t < 0 || t >= classes)) invalid.note(first + j);
+    }
+}
+
 // Columns (S > 1): positions [s0, s0 + width) of sample n. The target's logit and weight are
 // picked up during the pass over C by a compare-and-select (no gather), and every loop runs
 // over the positions, so all of them vectorize.
@@ -169,18 +184,8 @@ void class_block_forward(const Layout& layout, const T* input, const int64_t* ta
                          FirstInvalid& invalid) {
     int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
-    const int64_t* t = target + i0;
     int32_t cls[kWidth];  // the target class, or -1 when ignored (or invalid)
-    bool any_invalid = false;
-    for (int64_t j = 0; j < width; ++j) {
-        bool ignored = t[j] == o.ignore_index, bad = !ignored && (t[j] < 0 || t[j] >= C);
-        any_invalid |= bad;
-        cls[j] = ignored || bad ? -1 : int32_t(t[j]);
-    }
-    if (any_invalid) {
-        for (int64_t j = 0; j < width; ++j)
-            if (t[j] != o.ignore_index && (t[j] < 0 || t[j] >= C)) invalid.note(i0 + j);
-    }
+    block_classes(target + i0, width, C, o.ignore_index, cls, i0, invalid);
     // x_t, w[t] (0 when ignored), and the sums over C.
     T max[kWidth], sum[kWidth], shifted[kWidth], picked[kWidth], picked_weight[kWidth];
     for (int64_t j = 0; j < width; ++j) {
@@ -294,8 +299,8 @@ void class_rows_backward(const Layout& layout, const T* input, const int64_t* ta
 template <typename T>
 void class_block_backward(const Layout& layout, const T* input, const int64_t* target,
                           const ClassWeights<T>& w, const ClassLossOptions& o, const T* lse,
-                          const T* grad_losses, double scale, T* grad_input, int64_t n,
-                          int64_t s0, int64_t width) {
+                          const T* grad_losses, double scale, T* grad_input, int64_t n, int64_t s0,
+                          int64_t width) {
     int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
     T* out = grad_input + n * C * S + s0;
@@ -346,8 +351,8 @@ int64_t class_loss_forward(const StridedView& input, const StridedView& target,
             int64_t tasks = (layout.samples + rows - 1) / rows;
             sums = sum_tasks<2>(tasks, rows * layout.classes, [&](int64_t task, double* acc) {
                 int64_t first = task * rows, count = std::min(rows, layout.samples - first);
-                class_rows_forward(layout, x, targets, w, options, out, log_z, first, count,
-                                   acc, invalid);
+                class_rows_forward(layout, x, targets, w, options, out, log_z, first, count, acc,
+                                   invalid);
             });
         } else {
             int64_t blocks = blocks_per_sample(layout);
@@ -355,8 +360,8 @@ int64_t class_loss_forward(const StridedView& input, const StridedView& target,
                                 [&](int64_t task, double* acc) {
                                     int64_t n = task / blocks, s0 = task % blocks * kWidth;
                                     int64_t width = std::min(kWidth, layout.positions - s0);
-                                    class_block_forward(layout, x, targets, w, options, out,
-                                                        log_z, n, s0, width, acc, invalid);
+                                    class_block_forward(layout, x, targets, w, options, out, log_z,
+                                                        n, s0, width, acc, invalid);
                                 });
         }
         totals[0] = sums[0];
@@ -423,8 +428,8 @@ SoftSample<T> soft_sample(const T* x, const T* q_raw, const ClassWeights<T>& w, 
     for (int64_t c = 0; c < C; ++c) {
         T d = x[c * stride] - max;
         sum += double(vec::exp_nonpositive(d));
-        double wq = double(w[c]) * ((1 - smoothing) * double(q_raw[c * stride]) +
-                                    smoothing / double(C));
+        double wq =
+            double(w[c]) * ((1 - smoothing) * double(q_raw[c * stride]) + smoothing / double(C));
         weighted_q += wq;
         weighted_shift += wq * double(d);
     }
@@ -439,8 +444,7 @@ SoftSample<T> soft_sample(const T* x, const T* q_raw, const ClassWeights<T>& w, 
 
 void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
                                 const StridedView& weight, double label_smoothing,
-                                const StridedView& losses, const StridedView& lse,
-                                double* total) {
+                                const StridedView& losses, const StridedView& lse, double* total) {
     Layout layout = layout_of(input);
     *total = 0;
     int64_t samples = layout.samples * layout.positions;

@@ -195,8 +195,8 @@ Walk make_walk(const StridedView& input, const StridedView& weight, const Stride
 // scratch (2 kBlock elements). Broadcast weights have stride 0 or odd strides; reading them
 // from a copy keeps every loop over the elements unit-stride, so it vectorizes.
 template <PointwiseLoss K, typename T, typename Body>
-void with_weights(const Walk& walk, int64_t weight_offset, int64_t pos_weight_offset,
-                  int64_t count, T* scratch, const Body& body) {
+void with_weights(const Walk& walk, int64_t weight_offset, int64_t pos_weight_offset, int64_t count,
+                  T* scratch, const Body& body) {
     auto one = [](int64_t) { return T(1); };
     if constexpr (!is_weighted(K)) {
         body(one, one);
@@ -257,18 +257,19 @@ double forward_typed(T param, const StridedView& input, const StridedView& targe
                 }
             }
             double total = 0;
-            walk_segments(walk, begin, end, [&](int64_t first, int64_t count, int64_t ow,
-                                                int64_t opw) {
-                const T *xs = x + first, *ys = y + first;
-                T* os = store ? store + first : nullptr;
-                with_weights<K>(walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
-                    total += vec::lane_sum<T>(count, [&](int64_t k) {
-                        T l = element_loss<K>(xs[k], ys[k], w_at(k), pw_at(k), param);
-                        if (os) os[k] = l;
-                        return l;
-                    });
+            walk_segments(
+                walk, begin, end, [&](int64_t first, int64_t count, int64_t ow, int64_t opw) {
+                    const T *xs = x + first, *ys = y + first;
+                    T* os = store ? store + first : nullptr;
+                    with_weights<K>(
+                        walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
+                            total += vec::lane_sum<T>(count, [&](int64_t k) {
+                                T l = element_loss<K>(xs[k], ys[k], w_at(k), pw_at(k), param);
+                                if (os) os[k] = l;
+                                return l;
+                            });
+                        });
                 });
-            });
             partial[size_t(b)] = total;
         }
     });
@@ -313,13 +314,14 @@ void backward_typed(T param, const StridedView& input, const StridedView& target
         std::vector<T> scratch = weight_scratch<T>(K);
         for (int64_t b = lo; b < hi; ++b) {
             int64_t begin = b * kBlock, end = std::min(numel, begin + kBlock);
-            walk_segments(walk, begin, end, [&](int64_t first, int64_t count, int64_t ow,
-                                                int64_t opw) {
-                with_weights<K>(walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
-                    if (gx) fill(gx, first, count, w_at, pw_at, grad_input_of);
-                    if (gy) fill(gy, first, count, w_at, pw_at, grad_target_of);
-                });
-            });
+            walk_segments(walk, begin, end,
+                          [&](int64_t first, int64_t count, int64_t ow, int64_t opw) {
+                              with_weights<K>(
+                                  walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
+                                      if (gx) fill(gx, first, count, w_at, pw_at, grad_input_of);
+                                      if (gy) fill(gy, first, count, w_at, pw_at, grad_target_of);
+                                  });
+                          });
         }
     });
 }

@@ -21,8 +21,7 @@ TEST_CASE("dropout: the mask is bernoulli(1 - p) from the same generator state, 
     }
 }
 
-TEST_CASE("dropout: same seed gives the same mask, whatever the thread count",
-          "[ops][dropout]") {
+TEST_CASE("dropout: same seed gives the same mask, whatever the thread count", "[ops][dropout]") {
     Tensor x = ones({1000, 301});
     Generator first(7), second(7);
     set_num_threads(1);
@@ -71,10 +70,12 @@ TEST_CASE("dropout: the gradient is the same mask times 1 / (1 - p)", "[ops][dro
     for (size_t i = 0; i < ys.size(); ++i) want.push_back(ys[i] == 0 ? 0 : gs[i] / 0.65);
     require_close(x.grad(), want, 1e-12, 0);
     // Finite differences with a fixed mask: a fresh generator per evaluation.
-    gradcheck([](const std::vector<Tensor>& in) {
-        Generator fixed(9);
-        return dropout(in[0], 0.5, true, &fixed);
-    }, {random_input({3, 5}, 4)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            Generator fixed(9);
+            return dropout(in[0], 0.5, true, &fixed);
+        },
+        {random_input({3, 5}, 4)});
 }
 
 TEST_CASE("drop_path: whole samples are kept (scaled) or zeroed, as in timm", "[ops][dropout]") {
@@ -100,10 +101,12 @@ TEST_CASE("drop_path: whole samples are kept (scaled) or zeroed, as in timm", "[
     CHECK(drop_path(x, 0.25, false).impl() == x.impl());
     CHECK(drop_path(x, 0.0, true).impl() == x.impl());
     require_close(drop_path(x, 1.0, true), zeros({64, 3, 4}, DType::float64), 0, 0);
-    gradcheck([](const std::vector<Tensor>& in) {
-        Generator fixed(2);
-        return drop_path(in[0], 0.5, true, true, &fixed);
-    }, {random_input({6, 2, 3}, 5)});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            Generator fixed(2);
+            return drop_path(in[0], 0.5, true, true, &fixed);
+        },
+        {random_input({6, 2, 3}, 5)});
 }
 
 TEST_CASE("dropout and drop_path: bad arguments throw", "[ops][dropout]") {

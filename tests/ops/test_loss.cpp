@@ -64,8 +64,8 @@ std::vector<double> class_reference(const Tensor& x, const Tensor& target, const
     std::vector<double> values = x.to_vector<double>();
     std::vector<double> lp = from_logits ? log_softmax_reference(values, l) : values;
     std::vector<int64_t> t = target.to_vector<int64_t>();
-    std::vector<double> w = weight.defined() ? weight.to_vector<double>()
-                                             : std::vector<double>(size_t(l.c), 1.0);
+    std::vector<double> w =
+        weight.defined() ? weight.to_vector<double>() : std::vector<double>(size_t(l.c), 1.0);
     std::vector<double> losses(t.size(), 0.0);
     double total_weight = 0;
     for (int64_t n = 0; n < l.n; ++n) {
@@ -91,8 +91,8 @@ std::vector<double> probability_reference(const Tensor& x, const Tensor& target,
     Layout l = layout_of(x);
     std::vector<double> lp = log_softmax_reference(x.to_vector<double>(), l);
     std::vector<double> p = target.to_vector<double>();
-    std::vector<double> w = weight.defined() ? weight.to_vector<double>()
-                                             : std::vector<double>(size_t(l.c), 1.0);
+    std::vector<double> w =
+        weight.defined() ? weight.to_vector<double>() : std::vector<double>(size_t(l.c), 1.0);
     std::vector<double> losses(size_t(l.n * l.s), 0.0);
     for (int64_t n = 0; n < l.n; ++n) {
         for (int64_t s = 0; s < l.s; ++s) {
@@ -111,7 +111,8 @@ Tensor class_targets(const Shape& shape, int64_t classes, int64_t ignore, uint64
     std::vector<double> u = random_input(shape, seed, 0.0, 1.0).to_vector<double>();
     std::vector<int64_t> t(u.size());
     for (size_t i = 0; i < u.size(); ++i)
-        t[i] = i % 4 == 1 ? ignore : std::min<int64_t>(classes - 1, int64_t(u[i] * double(classes)));
+        t[i] =
+            i % 4 == 1 ? ignore : std::min<int64_t>(classes - 1, int64_t(u[i] * double(classes)));
     return from_vector(t, {int64_t(t.size())}).reshape(shape);
 }
 
@@ -128,8 +129,10 @@ Shape without_class_dim(const Shape& shape) {
 
 }  // namespace
 
-TEST_CASE("cross_entropy: class indices match PyTorch's formula with weights, ignore_index and "
-          "label smoothing", "[ops][loss]") {
+TEST_CASE(
+    "cross_entropy: class indices match PyTorch's formula with weights, ignore_index and "
+    "label smoothing",
+    "[ops][loss]") {
     for (Shape shape : {Shape{7, 5}, Shape{3, 4, 5, 2}, Shape{2, 3, 70}, Shape{6}}) {
         Tensor x = mul(random_input(shape, 3), 4.0);
         int64_t classes = layout_of(x).c;
@@ -146,9 +149,9 @@ TEST_CASE("cross_entropy: class indices match PyTorch's formula with weights, ig
                         require_close(cross_entropy(x, target, w, ignore, mode, ls), want, 1e-12,
                                       1e-12);
                         Tensor w32 = weighted ? w.to(DType::float32) : Tensor();
-                        require_close(cross_entropy(x.to(DType::float32), target, w32, ignore,
-                                                    mode, ls),
-                                      want, 2e-6, 2e-6);
+                        require_close(
+                            cross_entropy(x.to(DType::float32), target, w32, ignore, mode, ls),
+                            want, 2e-6, 2e-6);
                     }
                 }
             }
@@ -156,23 +159,21 @@ TEST_CASE("cross_entropy: class indices match PyTorch's formula with weights, ig
     }
 }
 
-TEST_CASE("cross_entropy: non-contiguous input, unbatched shapes and 0-d results",
-          "[ops][loss]") {
+TEST_CASE("cross_entropy: non-contiguous input, unbatched shapes and 0-d results", "[ops][loss]") {
     Tensor x = mul(random_input({6, 9}, 8), 3.0);
     Tensor target = class_targets({6}, 9, -100, 9);
     require_close(cross_entropy(noncontiguous(x), target, Tensor(), -100, "none", 0.1),
                   class_reference(x, target, Tensor(), -100, "none", 0.1, true), 1e-12, 1e-12);
     CHECK(cross_entropy(x, target).ndim() == 0);
     Tensor single = random_input({9}, 10);
-    Tensor loss = cross_entropy(single, from_vector(std::vector<int64_t>{4}, {1}).reshape({}), Tensor(), -100,
-                                "none");
+    Tensor loss = cross_entropy(single, from_vector(std::vector<int64_t>{4}, {1}).reshape({}),
+                                Tensor(), -100, "none");
     CHECK(loss.ndim() == 0);
     std::vector<double> lp = log_softmax(single, 0).to_vector<double>();
     require_close(loss, {-lp[4]}, 1e-12);
 }
 
-TEST_CASE("cross_entropy: class probabilities with weights and label smoothing",
-          "[ops][loss]") {
+TEST_CASE("cross_entropy: class probabilities with weights and label smoothing", "[ops][loss]") {
     for (Shape shape : {Shape{5, 4}, Shape{2, 3, 4, 3}, Shape{7}}) {
         Tensor x = mul(random_input(shape, 11), 3.0);
         Tensor p = probabilities(shape, 12);
@@ -192,8 +193,7 @@ TEST_CASE("cross_entropy: class probabilities with weights and label smoothing",
     }
 }
 
-TEST_CASE("nll_loss: matches -w[t] x[t] with ignore_index and the weighted mean",
-          "[ops][loss]") {
+TEST_CASE("nll_loss: matches -w[t] x[t] with ignore_index and the weighted mean", "[ops][loss]") {
     for (Shape shape : {Shape{8, 5}, Shape{2, 5, 3, 4}, Shape{5}}) {
         Tensor lp = log_softmax(random_input(shape, 14), shape.size() == 1 ? 0 : 1);
         Tensor target = class_targets(without_class_dim(shape), 5, 2, 15);
@@ -203,8 +203,7 @@ TEST_CASE("nll_loss: matches -w[t] x[t] with ignore_index and the weighted mean"
             require_close(nll_loss(lp, target, weight, 2, mode),
                           class_reference(lp, target, weight, 2, mode, 0.0, false), 1e-12, 1e-14);
             require_close(nll_loss(lp, target, Tensor(), 2, mode),
-                          class_reference(lp, target, Tensor(), 2, mode, 0.0, false), 1e-12,
-                          1e-14);
+                          class_reference(lp, target, Tensor(), 2, mode, 0.0, false), 1e-12, 1e-14);
         }
     }
 }
@@ -238,9 +237,8 @@ TEST_CASE("pointwise losses: values match their definitions", "[ops][loss]") {
     };
     check(mse_loss(x, y, "none"), expect([](double d) { return d * d; }));
     check(l1_loss(x, y, "none"), expect([](double d) { return std::abs(d); }));
-    check(smooth_l1_loss(x, y, "none", 0.5), expect([](double d) {
-              return std::abs(d) < 0.5 ? d * d : std::abs(d) - 0.25;
-          }));
+    check(smooth_l1_loss(x, y, "none", 0.5),
+          expect([](double d) { return std::abs(d) < 0.5 ? d * d : std::abs(d) - 0.25; }));
     check(smooth_l1_loss(x, y, "none", 0.0), expect([](double d) { return std::abs(d); }));
     check(huber_loss(x, y, "none", 0.8), expect([](double d) {
               return std::abs(d) < 0.8 ? 0.5 * d * d : 0.8 * (std::abs(d) - 0.4);
@@ -296,28 +294,42 @@ TEST_CASE("losses: float64 gradients match finite differences for every reductio
             INFO("shape " << text(shape));
             Tensor target = class_targets(without_class_dim(shape), 4, 3, 23);
             for (double ls : {0.0, 0.3}) {
-                gradcheck([&](const std::vector<Tensor>& in) {
-                    return cross_entropy(in[0], target, weight, 3, mode, ls);
-                }, {random_input(shape, 24)});
+                gradcheck(
+                    [&](const std::vector<Tensor>& in) {
+                        return cross_entropy(in[0], target, weight, 3, mode, ls);
+                    },
+                    {random_input(shape, 24)});
             }
-            gradcheck([&](const std::vector<Tensor>& in) {
-                return cross_entropy(in[0], in[1], weight, -100, mode, 0.2);
-            }, {random_input(shape, 25), probabilities(shape, 26)});
-            gradcheck([&](const std::vector<Tensor>& in) {
-                return nll_loss(in[0], target, weight, 3, mode);
-            }, {random_input(shape, 27)});
+            gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                    return cross_entropy(in[0], in[1], weight, -100, mode, 0.2);
+                },
+                {random_input(shape, 25), probabilities(shape, 26)});
+            gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                    return nll_loss(in[0], target, weight, 3, mode);
+                },
+                {random_input(shape, 27)});
         }
-        gradcheck([&](const std::vector<Tensor>& in) {
-            return cross_entropy(in[0], class_targets({3}, 6, -100, 28), Tensor(), -100, mode, 0.1);
-        }, {noncontiguous(random_input({3, 6}, 29))});
+        gradcheck(
+            [&](const std::vector<Tensor>& in) {
+                return cross_entropy(in[0], class_targets({3}, 6, -100, 28), Tensor(), -100, mode,
+                                     0.1);
+            },
+            {noncontiguous(random_input({3, 6}, 29))});
         Tensor x = mul(random_input({3, 5}, 30), 3.0), y = random_input({3, 5}, 31, 0.0, 1.0);
-        gradcheck([&](const std::vector<Tensor>& in) {
-            return binary_cross_entropy_with_logits(in[0], in[1], random_input({3, 1}, 32, 0.5, 2),
-                                                    mode, random_input({5}, 33, 0.5, 2));
-        }, {x, y});
-        gradcheck([&](const std::vector<Tensor>& in) {
-            return binary_cross_entropy(in[0], in[1], random_input({5}, 34, 0.5, 2), mode);
-        }, {random_input({3, 5}, 35, 0.05, 0.95), y});
+        gradcheck(
+            [&](const std::vector<Tensor>& in) {
+                return binary_cross_entropy_with_logits(in[0], in[1],
+                                                        random_input({3, 1}, 32, 0.5, 2), mode,
+                                                        random_input({5}, 33, 0.5, 2));
+            },
+            {x, y});
+        gradcheck(
+            [&](const std::vector<Tensor>& in) {
+                return binary_cross_entropy(in[0], in[1], random_input({5}, 34, 0.5, 2), mode);
+            },
+            {random_input({3, 5}, 35, 0.05, 0.95), y});
         Tensor a = mul(random_input({3, 5}, 36), 2.0), b = noncontiguous(random_input({3, 5}, 37));
         std::vector<std::function<Tensor(const std::vector<Tensor>&)>> pointwise = {
             [&](const auto& in) { return mse_loss(in[0], in[1], mode); },
@@ -339,10 +351,10 @@ TEST_CASE("losses: results do not depend on the number of threads", "[ops][loss]
     Tensor seg_target = class_targets({2, 150, 130}, 6, -100, 43);
     Tensor y = random_input({300, 257}, 44).to(DType::float32);
     auto run = [&] {
-        return std::vector<double>{cross_entropy(x, target, Tensor(), -100, "mean", 0.1).item<double>(),
-                                   cross_entropy(seg, seg_target).item<double>(),
-                                   mse_loss(x, y, "sum").item<double>(),
-                                   binary_cross_entropy_with_logits(x, sigmoid(y)).item<double>()};
+        return std::vector<double>{
+            cross_entropy(x, target, Tensor(), -100, "mean", 0.1).item<double>(),
+            cross_entropy(seg, seg_target).item<double>(), mse_loss(x, y, "sum").item<double>(),
+            binary_cross_entropy_with_logits(x, sigmoid(y)).item<double>()};
     };
     set_num_threads(1);
     std::vector<double> single = run();
@@ -357,15 +369,27 @@ TEST_CASE("losses: bad arguments throw naming the op and the values", "[ops][los
     Tensor target = from_vector(std::vector<int64_t>{0, 4, 1}, {3});
     require_error([&] { cross_entropy(x, target); },
                   {"[cross_entropy]", "target 4", "out of bounds", "4 classes"});
-    require_error([&] { nll_loss(x, from_vector(std::vector<int64_t>{0, -2, 1}, {3})); },
-                  {"[nll_loss]", "target -2", "4 classes"});
-    require_error([&] { cross_entropy(x, from_vector(std::vector<int64_t>{0, 1}, {2})); },
-                  {"[cross_entropy]", "target of shape [3]", "got [2]"});
+    require_error(
+        [&] {
+            nll_loss(x, from_vector(std::vector<int64_t>{0, -2, 1}, {3}));
+        },
+        {"[nll_loss]", "target -2", "4 classes"});
+    require_error(
+        [&] {
+            cross_entropy(x, from_vector(std::vector<int64_t>{0, 1}, {2}));
+        },
+        {"[cross_entropy]", "target of shape [3]", "got [2]"});
     require_error([&] { cross_entropy(x, zeros({3})); }, {"[cross_entropy]", "int64", "float32"});
-    require_error([&] { cross_entropy(x, zeros({3, 4}, DType::int64)); },
-                  {"[cross_entropy]", "probabilities", "int64"});
-    require_error([&] { cross_entropy(x, zeros({3, 4}), Tensor(), 2); },
-                  {"[cross_entropy]", "ignore_index (2)"});
+    require_error(
+        [&] {
+            cross_entropy(x, zeros({3, 4}, DType::int64));
+        },
+        {"[cross_entropy]", "probabilities", "int64"});
+    require_error(
+        [&] {
+            cross_entropy(x, zeros({3, 4}), Tensor(), 2);
+        },
+        {"[cross_entropy]", "ignore_index (2)"});
     require_error([&] { cross_entropy(x, zeros({3}, DType::int64), ones({5})); },
                   {"[cross_entropy]", "weight", "4 elements", "[5]"});
     require_error([&] { cross_entropy(x, zeros({3}, DType::int64), ones({4}, DType::float64)); },
@@ -374,22 +398,27 @@ TEST_CASE("losses: bad arguments throw naming the op and the values", "[ops][los
                   {"[cross_entropy]", "'avg'"});
     require_error([&] { cross_entropy(x, zeros({3}, DType::int64), Tensor(), -100, "mean", 1.5); },
                   {"[cross_entropy]", "label_smoothing", "1.5"});
-    require_error([&] { cross_entropy(zeros({3, 4}, DType::int64), target); },
-                  {"[cross_entropy]", "int64"});
+    require_error(
+        [&] {
+            cross_entropy(zeros({3, 4}, DType::int64), target);
+        },
+        {"[cross_entropy]", "int64"});
     require_error([&] { mse_loss(x, zeros({3, 4}, DType::float64)); }, {"[mse_loss]", "float64"});
     require_error([&] { l1_loss(x, zeros({2, 4})); }, {"[l1_loss]", "[3, 4]", "[2, 4]"});
     require_error([&] { binary_cross_entropy_with_logits(x, zeros({4})); },
                   {"[binary_cross_entropy_with_logits]", "[4]", "[3, 4]"});
     require_error([&] { binary_cross_entropy_with_logits(x, x, Tensor(), "mean", ones({3})); },
                   {"[binary_cross_entropy_with_logits]", "pos_weight", "[3]"});
-    require_error([&] { binary_cross_entropy(full({3, 4}, 1.5), x); },
-                  {"[binary_cross_entropy]", "between 0 and 1", "1.5"});
+    require_error(
+        [&] {
+            binary_cross_entropy(full({3, 4}, 1.5), x);
+        },
+        {"[binary_cross_entropy]", "between 0 and 1", "1.5"});
     require_error([&] { smooth_l1_loss(x, x, "mean", -1); }, {"[smooth_l1_loss]", "beta", "-1"});
     require_error([&] { huber_loss(x, x, "mean", 0); }, {"[huber_loss]", "delta"});
 }
 
-TEST_CASE("losses: the PyTorch oracle vectors pass with their tolerances",
-          "[ops][loss][oracle]") {
+TEST_CASE("losses: the PyTorch oracle vectors pass with their tolerances", "[ops][loss][oracle]") {
     for (const char* name : {"bce_with_logits", "cross_entropy_seg", "cross_entropy_smooth"}) {
         std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
         cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());

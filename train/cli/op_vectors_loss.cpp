@@ -34,12 +34,12 @@ const VectorAdapterRegistration kNllLoss("op.nll_loss", [](VectorCall& call) {
                                 call.optional_input("weight"),
                                 call.config.get_int("ignore_index", -100), reduction_of(call)));
 });
-const VectorAdapterRegistration kBceWithLogits("op.binary_cross_entropy_with_logits",
-                                               [](VectorCall& call) {
-    return loss_output(binary_cross_entropy_with_logits(
-        call.input("input"), call.input("target"), call.optional_input("weight"),
-        reduction_of(call), call.optional_input("pos_weight")));
-});
+const VectorAdapterRegistration kBceWithLogits(
+    "op.binary_cross_entropy_with_logits", [](VectorCall& call) {
+        return loss_output(binary_cross_entropy_with_logits(
+            call.input("input"), call.input("target"), call.optional_input("weight"),
+            reduction_of(call), call.optional_input("pos_weight")));
+    });
 const VectorAdapterRegistration kBce("op.binary_cross_entropy", [](VectorCall& call) {
     return loss_output(binary_cross_entropy(call.input("input"), call.input("target"),
                                             call.optional_input("weight"), reduction_of(call)));
@@ -51,8 +51,8 @@ const VectorAdapterRegistration kL1Loss("op.l1_loss", [](VectorCall& call) {
     return loss_output(l1_loss(call.input("input"), call.input("target"), reduction_of(call)));
 });
 const VectorAdapterRegistration kSmoothL1Loss("op.smooth_l1_loss", [](VectorCall& call) {
-    return loss_output(smooth_l1_loss(call.input("input"), call.input("target"),
-                                      reduction_of(call), call.config.get_double("beta", 1.0)));
+    return loss_output(smooth_l1_loss(call.input("input"), call.input("target"), reduction_of(call),
+                                      call.config.get_double("beta", 1.0)));
 });
 const VectorAdapterRegistration kHuberLoss("op.huber_loss", [](VectorCall& call) {
     return loss_output(huber_loss(call.input("input"), call.input("target"), reduction_of(call),
