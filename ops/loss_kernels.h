@@ -2,8 +2,9 @@
 // contiguous (N, C, S): S = d1 * ... * dk positions per sample, so element (n, c, s) sits at
 // (n * C + c) * S + s. Pointwise losses (mse, l1, smooth_l1, huber, charbonnier,
 // binary_cross_entropy[_with_logits]) see contiguous input and target of one shape and
-// optional broadcast weights. An absent optional view has data == nullptr. Every total is
-// summed in double over fixed blocks, so it does not depend on the thread count. No CUDA
+// optional broadcast weights. An absent optional view has data == nullptr. Totals are summed
+// per fixed block of the data and the blocks added in order in double, so they do not depend
+// on the thread count. Kernels in ops/cpu/loss.cpp and ops/cpu/loss_pointwise.cpp; no CUDA
 // kernels yet.
 #pragma once
 
