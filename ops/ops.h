@@ -3,10 +3,12 @@
 
 #include "ops/conv.h"
 #include "ops/creation.h"
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fft.h"
 #include "ops/index.h"
 #include "ops/layout.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/random.h"
 #include "ops/reduce.h"

@@ -1,0 +1,78 @@
+// dropout (fused mask draw and scaling, dedicated backward from the saved uint8 mask) and
+// drop_path (a composite of bernoulli and a broadcast mul: its mask has one value per sample).
+// Kernels in ops/cpu/dropout.cpp.
+#include "ops/dropout.h"
+
+#include "core/autograd.h"
+#include "core/cuda_guard.h"
+#include "ops/dropout_kernels.h"
+#include "ops/elementwise.h"
+#include "ops/random.h"
+#include "ops/random_kernels.h"
+
+namespace lumen {
+
+namespace {
+
+void check_probability(double p, const char* name, const char* op) {
+    LUMEN_CHECK(p >= 0.0 && p <= 1.0, op, name, " must be between 0 and 1, got ", p);
+}
+
+void check_float(const Tensor& x, const char* op) {
+    LUMEN_CHECK(x.defined(), op, "got an undefined input");
+    LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
+                "expects a float32 or float64 input, got ", x.dtype());
+}
+
+}  // namespace
+
+Tensor dropout(const Tensor& input, double p, bool training, Generator* generator) {
+    const char* op = "dropout";
+    check_float(input, op);
+    check_probability(p, "p", op);
+    if (!training || p == 0.0) return input;
+    if (input.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    Generator& gen = generator ? *generator : default_generator();
+    // The blocks bernoulli(shape, 1 - p, dtype) would reserve, so masks match it.
+    uint64_t offset = gen.advance(philox_blocks(input.numel(), uniform_per_block(input.dtype())));
+    double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+    Tensor x;
+    {
+        NoGradGuard no_grad;
+        x = input.detach().contiguous();
+    }
+    Tensor out = empty(x.shape(), x.dtype());
+    Tensor mask = empty(x.shape(), DType::uint8);
+    if (x.numel() > 0) {
+        cpu::dropout_forward(gen.seed(), offset, 1.0 - p, scale, strided(x, op), strided(out, op),
+                             strided(mask, op));
+    }
+    // grad_x = grad_y * mask / (1 - p)
+    record_backward(op, {input}, out, [scale, op, saved_mask = save(mask)](const Tensor& grad_out) {
+        Tensor mask = saved_mask.get();
+        Tensor g = grad_out.contiguous();
+        Tensor grad_x = empty(g.shape(), g.dtype());
+        if (g.numel() > 0)
+            cpu::dropout_backward(strided(g, op), strided(mask, op), scale, strided(grad_x, op));
+        return std::vector<Tensor>{grad_x};
+    });
+    return out;
+}
+
+Tensor drop_path(const Tensor& x, double drop_prob, bool training, bool scale_by_keep,
+                 Generator* generator) {
+    const char* op = "drop_path";
+    check_float(x, op);
+    check_probability(drop_prob, "drop_prob", op);
+    LUMEN_CHECK(x.ndim() >= 1, op, "expects x of shape (B, ...), got a 0-d tensor");
+    if (!training || drop_prob == 0.0) return x;
+    double keep_prob = 1.0 - drop_prob;
+    Shape mask_shape(size_t(x.ndim()), 1);
+    mask_shape[0] = x.size(0);
+    // As timm: bernoulli(keep_prob) per sample, divided by keep_prob unless that is 0.
+    Tensor mask = bernoulli(mask_shape, keep_prob, x.dtype(), generator, x.device());
+    if (keep_prob > 0.0 && scale_by_keep) mask = div(mask, keep_prob);
+    return mul(x, mask);
+}
+
+}  // namespace lumen

@@ -1,0 +1,22 @@
+// Internal: the CPU dropout kernels. The mask uses the element-to-block mapping of
+// bernoulli (ops/random_kernels.h): for float32, element i is kept when the 24-bit uniform
+// from word i % 4 of philox4x32(seed, offset + i / 4) is below 1 - p; for float64, the 53-bit
+// uniform from words 2 (i % 2), 2 (i % 2) + 1 of block offset + i / 2. No CUDA kernels yet.
+#pragma once
+
+#include <cstdint>
+
+#include "core/strided.h"
+
+namespace lumen::cpu {
+
+// x, out (same shape, x's float dtype) and mask (uint8) contiguous:
+//   mask[i] = keep_i, out[i] = x[i] * (keep_i ? scale : 0).
+void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
+                     const StridedView& x, const StridedView& out, const StridedView& mask);
+
+// grad_x[i] = grad_out[i] * (mask[i] ? scale : 0); all contiguous.
+void dropout_backward(const StridedView& grad_out, const StridedView& mask, double scale,
+                      const StridedView& grad_x);
+
+}  // namespace lumen::cpu
