@@ -4,6 +4,7 @@
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
