@@ -231,7 +231,7 @@ TEST_CASE("seq_norm: statistics over the token axis", "[ops][norm]") {
 
 TEST_CASE("normalization: large shapes match composites of lumen ops", "[ops][norm]") {
     // Sizes above the parallel grain, so the threaded kernels and chunked affine sums run.
-    Tensor x = random_input({300, 130}, 1, -2, 2), g = random_input({300, 130}, 2);
+    Tensor x = random_input({600, 130}, 1, -2, 2), g = random_input({600, 130}, 2);
     Tensor w = random_input({130}, 3), b = random_input({130}, 4);
     auto check = [&](const Tensor& xin, const Tensor& gout, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& fast,
                      const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& slow,
@@ -252,7 +252,7 @@ TEST_CASE("normalization: large shapes match composites of lumen ops", "[ops][no
               Tensor c = sub(a, lumen::mean(a, {1}, true));
               return add(mul(mul(c, rsqrt(add(var(a, {1}, 0.0, true), 1e-5))), wi), bi);
           }, w, b);
-    Tensor x4 = random_input({4, 6, 40, 41}, 5), g4 = random_input({4, 6, 40, 41}, 6);
+    Tensor x4 = random_input({8, 6, 40, 41}, 5), g4 = random_input({8, 6, 40, 41}, 6);
     Tensor w6 = random_input({6}, 7), b6 = random_input({6}, 8);
     check(x4, g4, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return batch_norm(a, {}, {}, wi, bi, true); },
           [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
@@ -262,9 +262,9 @@ TEST_CASE("normalization: large shapes match composites of lumen ops", "[ops][no
           }, w6, b6);
     check(x4, g4, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return group_norm(a, 3, wi, bi); },
           [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
-              Tensor r = a.reshape({4, 3, 2 * 40 * 41});
+              Tensor r = a.reshape({8, 3, 2 * 40 * 41});
               Tensor c = sub(r, lumen::mean(r, {2}, true));
-              Tensor n = mul(c, rsqrt(add(var(r, {2}, 0.0, true), 1e-5))).reshape({4, 6, 40, 41});
+              Tensor n = mul(c, rsqrt(add(var(r, {2}, 0.0, true), 1e-5))).reshape({8, 6, 40, 41});
               return add(mul(n, wi.view({6, 1, 1})), bi.view({6, 1, 1}));
           }, w6, b6);
     Tensor x3 = random_input({3, 200, 70}, 9), g3 = random_input({3, 200, 70}, 10);
