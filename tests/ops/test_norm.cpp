@@ -5,8 +5,10 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <string>
 
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -329,4 +331,70 @@ TEST_CASE("normalization: errors", "[ops][norm]") {
     require_error([&] { seq_norm(random_input({2, 3})); }, {"[seq_norm]", "(B, N, D)"});
     require_error([&] { normalize(x, 0.5); }, {"[normalize]", "p must be"});
     require_error([&] { normalize(x, 2.0, 3); }, {"[normalize]"});
+}
+
+TEST_CASE("normalization: the PyTorch oracle vectors pass with their tolerances", "[ops][norm][oracle]") {
+    for (const char* name : {"group_norm", "layer_norm", "normalize_l1"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
+}
+
+TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][norm][oracle]") {
+    // Vectors written here with naive-reference outputs (no PyTorch oracle file exists for these
+    // modules): the adapters must accept PyTorch's kwarg names and defaults.
+    TempDir dir("norm_adapters");
+    Shape shape{4, 3, 5};
+    Tensor x = random_input(shape, 1, -1, 2).to(DType::float32);
+    Tensor w = random_input({3}, 2).to(DType::float32), b = random_input({3}, 3).to(DType::float32);
+    auto chan = [&](int64_t i) { return coord(shape, i, 1); };
+    auto as_tensor = [&](const std::vector<double>& v) {
+        return from_vector<double>(v, shape).to(DType::float32);
+    };
+    struct Case {
+        std::string module, config;
+        std::map<std::string, Tensor> inputs;
+        Tensor y;
+    };
+    Tensor rm = zeros({3}), rv = ones({3});
+    std::vector<double> eval(size_t(x.numel()));
+    for (size_t i = 0; i < eval.size(); ++i) {
+        size_t c = size_t(chan(int64_t(i)));
+        eval[i] = x.to_vector<double>()[i] / std::sqrt(1 + 1e-3) * w.to_vector<double>()[c] +
+                  b.to_vector<double>()[c];
+    }
+    std::vector<double> slope, clipped;
+    for (double v : x.to_vector<double>()) {
+        slope.push_back(v > 0 ? v : 0.25 * v);
+        clipped.push_back(std::min(std::max(v, -0.5), 0.5));
+    }
+    std::vector<Case> cases = {
+        {"op.batch_norm", R"({"training": true, "momentum": 0.1, "eps": 1e-05})",
+         {{"in.input", x}, {"in.weight", w}, {"in.bias", b}},
+         as_tensor(reference(x, chan, chan, w, b, 1e-5))},
+        {"op.batch_norm", R"({"training": false, "eps": 0.001})",
+         {{"in.input", x}, {"in.running_mean", rm}, {"in.running_var", rv}, {"in.weight", w}, {"in.bias", b}},
+         as_tensor(eval)},
+        {"op.instance_norm", R"({"eps": 1e-05})", {{"in.input", x}, {"in.weight", w}, {"in.bias", b}},
+         as_tensor(reference(x, trailing(5), chan, w, b, 1e-5))},
+        {"op.rms_norm", R"({"normalized_shape": [5], "eps": 1e-06})", {{"in.input", x}},
+         as_tensor(reference(x, trailing(5), chan, {}, {}, 1e-6, false))},
+        {"op.leaky_relu", R"({"negative_slope": 0.25})", {{"in.input", x}}, as_tensor(slope)},
+        {"op.hardtanh", R"({"min_val": -0.5, "max_val": 0.5})", {{"in.input", x}}, as_tensor(clipped)},
+    };
+    for (size_t k = 0; k < cases.size(); ++k) {
+        Case& c = cases[k];
+        std::map<std::string, Tensor> tensors = c.inputs;
+        tensors["out.y"] = c.y;
+        std::string name = std::to_string(k);
+        name += ".safetensors";
+        std::string path = dir.file(name);
+        save_safetensors(path, tensors,
+                         {{"module", c.module}, {"config", c.config}, {"rtol", "1e-4"}, {"atol", "1e-5"}});
+        cli::VectorResult result = cli::check_vector_file(path, c.module, Device::cpu());
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
 }
