@@ -71,3 +71,24 @@ TEST_CASE("gelu: the float erf is accurate and its gradient matches", "[ops][act
     require_close(gelu(x), want, 1e-14, 1e-15);
     gradcheck([](const std::vector<Tensor>& in) { return gelu(in[0]); }, {random_input({5, 3}, 1, -3, 3)});
 }
+
+TEST_CASE("float sigmoid, silu and tanh-GELU kernels match double precision", "[ops][activations]") {
+    std::vector<double> grid;
+    for (double v = -100; v <= 100; v += 0.125) grid.push_back(v);
+    Tensor x = from_vector<double>(grid, {int64_t(grid.size())});
+    Tensor xf = x.to(DType::float32);
+    // relative accuracy of sigmoid down to e^-100 (no cancellation on the negative side)
+    require_close(sigmoid(xf), sigmoid(x).to_vector<double>(), 1e-6, 1e-30);
+    require_close(silu(xf), silu(x).to_vector<double>(), 1e-6, 1e-30);
+    require_close(gelu(xf, "tanh"), gelu(x, "tanh").to_vector<double>(), 1e-6, 1e-6);
+    Tensor xg = xf.detach().clone().requires_grad_();
+    sum(gelu(xg, "tanh")).backward();
+    Tensor xd = x.detach().clone().requires_grad_();
+    sum(gelu(xd, "tanh")).backward();
+    require_close(xg.grad(), xd.grad().to_vector<double>(), 1e-6, 1e-6);
+    // NaN propagates
+    Tensor nan = tensor({std::nan("")}, {1}, DType::float32);
+    CHECK(std::isnan(sigmoid(nan).item<float>()));
+    CHECK(std::isnan(gelu(nan).item<float>()));
+    CHECK(std::isnan(gelu(nan, "tanh").item<float>()));
+}
