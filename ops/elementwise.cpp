@@ -137,6 +137,16 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
     return unary(UnaryOp::clamp, "clamp", x, {min.value_or(-inf), max.value_or(inf)}, false);
 }
 
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+    return unary(UnaryOp::leaky_relu, "leaky_relu", x, {negative_slope, 0});
+}
+
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+    LUMEN_CHECK(min_val <= max_val, "hardtanh", "min_val cannot be greater than max_val, got min_val=",
+                min_val, " and max_val=", max_val);
+    return unary(UnaryOp::hardtanh, "hardtanh", x, {min_val, max_val}, false);
+}
+
 Tensor logical_not(const Tensor& x) {
     Tensor y = empty(x.shape(), DType::bool_, x.device());
     if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("logical_not");

@@ -35,7 +35,13 @@ Tensor silu(const Tensor& x);  // x * sigmoid(x)
 Tensor elu(const Tensor& x, double alpha = 1.0);
 // log(1 + exp(beta x)) / beta, linear where beta x > threshold.
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
-// Clamps to [min, max] (either may be absent); gradient 1 inside, 0 where clamped.
+// x for x > 0, negative_slope * x otherwise; gradient 1 for x > 0, negative_slope for x <= 0.
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+// Clamps to [min_val, max_val]; unlike clamp, the gradient is 0 at exactly the bounds
+// (PyTorch: it passes only where min_val < x < max_val).
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
+// Clamps to [min, max] (either may be absent); gradient 1 inside and at the bounds (as in
+// PyTorch), 0 where clamped.
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 // ---- binary arithmetic, broadcasting ----

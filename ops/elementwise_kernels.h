@@ -8,12 +8,14 @@ namespace lumen {
 
 enum class UnaryOp {
     neg, abs, sign, exp, log, sqrt, rsqrt, square, sin, cos, tanh, sigmoid,
-    relu, gelu, gelu_tanh, silu, elu, softplus, clamp, pow_scalar, logical_not
+    relu, gelu, gelu_tanh, silu, elu, softplus, clamp, pow_scalar, leaky_relu, hardtanh,
+    logical_not
 };
 
 // Scalar arguments of the parameterized unary ops:
 //   elu: a = alpha; softplus: a = beta, b = threshold; clamp: a = min, b = max (infinities when
-//   absent); pow_scalar: a = exponent.
+//   absent); pow_scalar: a = exponent; leaky_relu: a = negative_slope; hardtanh: a = min_val,
+//   b = max_val.
 struct UnaryParams {
     double a = 0;
     double b = 0;

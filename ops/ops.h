@@ -10,6 +10,7 @@
 #include "ops/layout.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/scan.h"

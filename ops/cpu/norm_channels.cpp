@@ -1,0 +1,286 @@
+// CPU channel normalization (batch_norm, instance_norm with running statistics, seq_norm,
+// normalize) over x seen as (outer, length, channels, spatial), one statistic per
+// (outer, channel). Sums per statistic go through channel_sum: spatial > 1 sums each
+// contiguous run of `spatial` elements in parallel, then adds the runs per statistic in a fixed
+// order; spatial == 1 walks blocks of adjacent channels down the length so the loop over
+// channels vectorizes. Elementwise passes see runs of one statistic (spatial > 1) or runs of
+// consecutive statistics (spatial == 1).
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/parallel.h"
+#include "ops/norm_kernels.h"
+#include "ops/reduce_kernels.h"
+
+namespace lumen::cpu {
+
+namespace {
+
+using Layout = ChannelNormLayout;
+
+// out[s] = sum of term(index, s) over the elements of statistic s, in double.
+template <typename T, typename Term>
+void channel_sum(const Layout& lay, double* out, const Term& term) {
+    const int64_t A = lay.outer, L = lay.length, C = lay.channels, S = lay.spatial;
+    std::fill(out, out + A * C, 0.0);
+    if (S > 1) {
+        const int64_t runs = A * L * C;
+        std::vector<double> partial(static_cast<size_t>(runs));
+        parallel_for(0, runs, std::max<int64_t>(1, kGrainSize / S), [&](int64_t lo, int64_t hi) {
+            for (int64_t run = lo; run < hi; ++run) {
+                int64_t stat = (run / (L * C)) * C + run % C;
+                int64_t base = run * S;
+                partial[size_t(run)] =
+                    vec::lane_sum<T>(S, [&](int64_t s) { return term(base + s, stat); });
+            }
+        });
+        for (int64_t a = 0; a < A; ++a)
+            for (int64_t l = 0; l < L; ++l)
+                for (int64_t c = 0; c < C; ++c) out[a * C + c] += partial[size_t((a * L + l) * C + c)];
+        return;
+    }
+    constexpr int64_t kBlock = 64, kFoldRows = 256;
+    const int64_t blocks = (C + kBlock - 1) / kBlock;
+    parallel_for(0, A * blocks, std::max<int64_t>(1, kGrainSize / (L * kBlock)),
+                 [&](int64_t lo, int64_t hi) {
+                     T acc[kBlock];
+                     double total[kBlock];
+                     for (int64_t task = lo; task < hi; ++task) {
+                         int64_t a = task / blocks, c0 = (task % blocks) * kBlock;
+                         int64_t width = std::min(kBlock, C - c0);
+                         std::fill(total, total + kBlock, 0.0);
+                         for (int64_t l0 = 0; l0 < L; l0 += kFoldRows) {
+                             std::fill(acc, acc + kBlock, T(0));
+                             int64_t l1 = std::min(L, l0 + kFoldRows);
+                             for (int64_t l = l0; l < l1; ++l) {
+                                 int64_t base = (a * L + l) * C + c0;
+                                 for (int64_t j = 0; j < width; ++j)
+                                     acc[j] += term(base + j, a * C + c0 + j);
+                             }
+                             for (int64_t j = 0; j < width; ++j) total[j] += double(acc[j]);
+                         }
+                         for (int64_t j = 0; j < width; ++j) out[a * C + c0 + j] = total[j];
+                     }
+                 });
+}
+
+// body(offset, count, stat, per_element): elements [offset, offset + count) belong to
+// statistic `stat` (per_element false) or to stat, stat + 1, ... (per_element true).
+template <typename Body>
+void for_each_run(const Layout& lay, const Body& body) {
+    const int64_t L = lay.length, C = lay.channels, S = lay.spatial;
+    if (S > 1) {
+        parallel_for(0, lay.outer * L * C, std::max<int64_t>(1, kGrainSize / S),
+                     [&](int64_t lo, int64_t hi) {
+                         for (int64_t run = lo; run < hi; ++run)
+                             body(run * S, S, (run / (L * C)) * C + run % C, std::false_type{});
+                     });
+        return;
+    }
+    parallel_for(0, lay.outer * L, std::max<int64_t>(1, kGrainSize / C), [&](int64_t lo, int64_t hi) {
+        for (int64_t row = lo; row < hi; ++row) body(row * C, C, (row / L) * C, std::true_type{});
+    });
+}
+
+// y[i] = x[i] * scale[s] + shift[s] over every element.
+template <typename T>
+void scale_shift(const Layout& lay, const T* x, const T* scale, const T* shift, T* y) {
+    for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
+        const T* xs = x + offset;
+        T* ys = y + offset;
+        if constexpr (decltype(per_element)::value) {
+            const T* k = scale + stat;
+            const T* b = shift + stat;
+            for (int64_t i = 0; i < count; ++i) ys[i] = xs[i] * k[i] + b[i];
+        } else {
+            const T k = scale[stat], b = shift[stat];
+            for (int64_t i = 0; i < count; ++i) ys[i] = xs[i] * k + b;
+        }
+    });
+}
+
+template <typename T>
+T param(const StridedView& v, int64_t c, T fallback) {
+    return v.data ? v.ptr<T>()[c] : fallback;
+}
+
+}  // namespace
+
+void channel_moments(const Layout& lay, const StridedView& x, const StridedView& mean,
+                     const StridedView& var) {
+    const int64_t stats = lay.outer * lay.channels;
+    dispatch_floating(x.dtype, "norm", [&]<typename T>() {
+        const T* xp = x.ptr<T>();
+        std::vector<double> sums(static_cast<size_t>(stats));
+        const double count = double(lay.count());
+        channel_sum<T>(lay, sums.data(), [&](int64_t i, int64_t) { return xp[i]; });
+        std::vector<T> m(static_cast<size_t>(stats));
+        for (int64_t s = 0; s < stats; ++s) m[size_t(s)] = T(sums[size_t(s)] / count);
+        const T* mp = m.data();
+        channel_sum<T>(lay, sums.data(), [&](int64_t i, int64_t s) {
+            T d = xp[i] - mp[s];
+            return T(d * d);
+        });
+        for (int64_t s = 0; s < stats; ++s) {
+            mean.ptr<T>()[s] = m[size_t(s)];
+            var.ptr<T>()[s] = T(sums[size_t(s)] / count);
+        }
+    });
+}
+
+void channel_norm_forward(const Layout& lay, const StridedView& x, const StridedView& mean,
+                          const StridedView& var, double eps, const StridedView& weight,
+                          const StridedView& bias, const StridedView& y) {
+    const int64_t stats = lay.outer * lay.channels;
+    dispatch_floating(x.dtype, "norm", [&]<typename T>() {
+        std::vector<T> scale(static_cast<size_t>(stats)), shift(static_cast<size_t>(stats));
+        for (int64_t s = 0; s < stats; ++s) {
+            int64_t c = s % lay.channels;
+            double k = 1.0 / std::sqrt(double(var.ptr<T>()[s]) + eps) * double(param<T>(weight, c, T(1)));
+            scale[size_t(s)] = T(k);
+            shift[size_t(s)] = T(double(param<T>(bias, c, T(0))) - double(mean.ptr<T>()[s]) * k);
+        }
+        scale_shift<T>(lay, x.ptr<T>(), scale.data(), shift.data(), y.ptr<T>());
+    });
+}
+
+void channel_norm_backward(const Layout& lay, const StridedView& x, const StridedView& mean,
+                           const StridedView& var, double eps, const StridedView& weight,
+                           bool batch_stats, const StridedView& grad_out,
+                           const StridedView& grad_x, const StridedView& grad_weight,
+                           const StridedView& grad_bias) {
+    const int64_t stats = lay.outer * lay.channels, C = lay.channels;
+    dispatch_floating(x.dtype, "norm backward", [&]<typename T>() {
+        const T* xp = x.ptr<T>();
+        const T* gp = grad_out.ptr<T>();
+        const T* mp = mean.ptr<T>();
+        std::vector<double> sum_g(static_cast<size_t>(stats), 0.0), sum_gx(static_cast<size_t>(stats), 0.0);
+        std::vector<T> rstd(static_cast<size_t>(stats));
+        for (int64_t s = 0; s < stats; ++s) rstd[size_t(s)] = T(1.0 / std::sqrt(double(var.ptr<T>()[s]) + eps));
+        bool need_sums = batch_stats || grad_weight.data || grad_bias.data;
+        if (need_sums) {
+            channel_sum<T>(lay, sum_g.data(), [&](int64_t i, int64_t) { return gp[i]; });
+            // sum of g (x - mean); times rstd gives sum of g xhat
+            channel_sum<T>(lay, sum_gx.data(), [&](int64_t i, int64_t s) { return T(gp[i] * (xp[i] - mp[s])); });
+        }
+        for (int64_t c = 0; c < C; ++c) {
+            double tw = 0, tb = 0;
+            for (int64_t a = 0; a < lay.outer; ++a) {
+                tw += sum_gx[size_t(a * C + c)] * double(rstd[size_t(a * C + c)]);
+                tb += sum_g[size_t(a * C + c)];
+            }
+            if (grad_weight.data) grad_weight.ptr<T>()[c] = T(tw);
+            if (grad_bias.data) grad_bias.ptr<T>()[c] = T(tb);
+        }
+        if (!grad_x.data) return;
+        // dx = g k1 + x k2 + k3 per statistic:
+        //   k1 = w rstd; training adds -(w rstd / n) (sum_g + (x - mean) rstd^2 sum_gx)
+        std::vector<T> k1(static_cast<size_t>(stats)), k2(static_cast<size_t>(stats)), k3(static_cast<size_t>(stats));
+        const double n = double(lay.count());
+        for (int64_t s = 0; s < stats; ++s) {
+            double r = double(rstd[size_t(s)]);
+            double wr = double(param<T>(weight, s % C, T(1))) * r;
+            double b2 = batch_stats ? -wr * r * r * sum_gx[size_t(s)] / n : 0.0;
+            double b3 = batch_stats ? -wr * sum_g[size_t(s)] / n - double(mp[s]) * b2 : 0.0;
+            k1[size_t(s)] = T(wr);
+            k2[size_t(s)] = T(b2);
+            k3[size_t(s)] = T(b3);
+        }
+        T* dx = grad_x.ptr<T>();
+        for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
+            const T* xs = xp + offset;
+            const T* gs = gp + offset;
+            T* ds = dx + offset;
+            if constexpr (decltype(per_element)::value) {
+                const T* a = k1.data() + stat;
+                const T* b = k2.data() + stat;
+                const T* c = k3.data() + stat;
+                for (int64_t i = 0; i < count; ++i) ds[i] = gs[i] * a[i] + xs[i] * b[i] + c[i];
+            } else {
+                const T a = k1[size_t(stat)], b = k2[size_t(stat)], c = k3[size_t(stat)];
+                for (int64_t i = 0; i < count; ++i) ds[i] = gs[i] * a + xs[i] * b + c;
+            }
+        });
+    });
+}
+
+namespace {
+
+template <typename T>
+T sign_of(T v) {
+    return T((v > 0) - (v < 0));
+}
+
+}  // namespace
+
+void normalize_forward(const Layout& lay, const StridedView& x, double p, double eps,
+                       const StridedView& y, const StridedView& norm) {
+    const int64_t stats = lay.outer * lay.channels;
+    dispatch_floating(x.dtype, "normalize", [&]<typename T>() {
+        const T* xp = x.ptr<T>();
+        std::vector<double> sums(static_cast<size_t>(stats));
+        const T tp = T(p);
+        if (p == 2.0) {
+            channel_sum<T>(lay, sums.data(), [&](int64_t i, int64_t) { return T(xp[i] * xp[i]); });
+        } else if (p == 1.0) {
+            channel_sum<T>(lay, sums.data(), [&](int64_t i, int64_t) { return std::abs(xp[i]); });
+        } else {
+            channel_sum<T>(lay, sums.data(), [&](int64_t i, int64_t) { return T(std::pow(std::abs(xp[i]), tp)); });
+        }
+        std::vector<T> inv(static_cast<size_t>(stats)), zero(static_cast<size_t>(stats), T(0));
+        for (int64_t s = 0; s < stats; ++s) {
+            double total = sums[size_t(s)];
+            double nv = p == 2.0 ? std::sqrt(total) : p == 1.0 ? total : std::pow(total, 1.0 / p);
+            norm.ptr<T>()[s] = T(nv);
+            inv[size_t(s)] = T(1.0 / std::max(double(T(nv)), eps));
+        }
+        scale_shift<T>(lay, xp, inv.data(), zero.data(), y.ptr<T>());
+    });
+}
+
+void normalize_backward(const Layout& lay, const StridedView& x, const StridedView& norm, double p,
+                        double eps, const StridedView& grad_out, const StridedView& grad_x) {
+    const int64_t stats = lay.outer * lay.channels;
+    dispatch_floating(x.dtype, "normalize backward", [&]<typename T>() {
+        const T* xp = x.ptr<T>();
+        const T* gp = grad_out.ptr<T>();
+        std::vector<double> sum_gx(static_cast<size_t>(stats));
+        channel_sum<T>(lay, sum_gx.data(), [&](int64_t i, int64_t) { return T(gp[i] * xp[i]); });
+        // dx = g / d - dn(x) * c with c = sum(g x) / d^2 where unclamped (0 where clamped),
+        // dn(x) = sign(x) |x / n|^(p-1): x / n for p = 2, sign(x) for p = 1.
+        std::vector<T> inv_d(static_cast<size_t>(stats)), coef(static_cast<size_t>(stats)), inv_n(static_cast<size_t>(stats));
+        for (int64_t s = 0; s < stats; ++s) {
+            double nv = double(norm.ptr<T>()[s]);
+            double d = std::max(nv, eps);
+            inv_d[size_t(s)] = T(1.0 / d);
+            bool through = nv >= eps;
+            coef[size_t(s)] = through ? T(sum_gx[size_t(s)] / (d * d)) : T(0);
+            inv_n[size_t(s)] = through && nv > 0 ? T(1.0 / nv) : T(0);
+        }
+        const T pm1 = T(p - 1.0);
+        T* dx = grad_x.ptr<T>();
+        auto run = [&](auto derivative) {
+            for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
+                const T* xs = xp + offset;
+                const T* gs = gp + offset;
+                T* ds = dx + offset;
+                for (int64_t i = 0; i < count; ++i) {
+                    int64_t st = decltype(per_element)::value ? stat + i : stat;
+                    ds[i] = gs[i] * inv_d[size_t(st)] - derivative(xs[i], inv_n[size_t(st)]) * coef[size_t(st)];
+                }
+            });
+        };
+        if (p == 2.0) {
+            run([](T v, T in) { return v * in; });
+        } else if (p == 1.0) {
+            run([](T v, T) { return sign_of(v); });
+        } else {
+            run([&](T v, T in) { return sign_of(v) * T(std::pow(std::abs(v * in), pm1)); });
+        }
+    });
+}
+
+}  // namespace lumen::cpu

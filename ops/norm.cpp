@@ -1,0 +1,353 @@
+// Normalization ops: argument checks with PyTorch's messages, the layout each op hands to the
+// row or channel kernels (ops/cpu/norm_rows.cpp, ops/cpu/norm_channels.cpp), running-stat
+// updates, and the backward rules, which run dedicated kernels on the saved input and
+// statistics. Inputs are made contiguous once, without recording (the nodes map gradients to
+// the original tensors).
+#include "ops/norm.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/autograd.h"
+#include "core/cuda_guard.h"
+#include "ops/norm_kernels.h"
+
+namespace lumen {
+
+namespace {
+
+StridedView view_or_null(const Tensor& t, const char* op) {
+    return t.defined() ? strided(t, op) : StridedView{};
+}
+
+Tensor contiguous_or_null(const Tensor& t) {
+    NoGradGuard no_grad;
+    return t.defined() ? t.contiguous() : Tensor();
+}
+
+void check_input(const Tensor& x, const char* op) {
+    LUMEN_CHECK(x.defined(), op, "got an undefined input");
+    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
+                "expects a float32 or float64 input, got ", x.dtype(), " (shape ", x.shape(), ")");
+}
+
+// An optional per-channel (or normalized_shape) tensor: x's dtype and device, shape `shape`.
+void check_param(const Tensor& t, const char* name, const Shape& shape, const Tensor& x,
+                 const char* op) {
+    if (!t.defined()) return;
+    LUMEN_CHECK(t.shape() == shape, op, "expected ", name, " of shape ", shape, ", got ", name,
+                " of shape ", t.shape(), " (input shape ", x.shape(), ")");
+    LUMEN_CHECK(t.dtype() == x.dtype(), op, name, " has dtype ", t.dtype(), " but the input has ",
+                x.dtype());
+    LUMEN_CHECK(t.device() == x.device(), op, name, " is on ", t.device(), " but the input is on ",
+                x.device());
+}
+
+// PyTorch: "Given normalized_shape=[5], expected input with shape [*, 5], but got input of
+// size[2, 7, 4]".
+void check_trailing(const Tensor& x, const Shape& normalized_shape, const char* op) {
+    int64_t k = int64_t(normalized_shape.size());
+    bool matches = x.ndim() >= k;
+    for (int64_t i = 0; matches && i < k; ++i)
+        matches = x.size(x.ndim() - k + i) == normalized_shape[size_t(i)];
+    if (matches) return;
+    std::string dims;
+    for (int64_t size : normalized_shape) dims += ", " + std::to_string(size);
+    LUMEN_FAIL(op, "given normalized_shape=", normalized_shape, ", expected input with shape [*",
+               dims, "], but got input of size ", x.shape());
+}
+
+int64_t spatial_size(const Tensor& x) {
+    int64_t s = 1;
+    for (int64_t d = 2; d < x.ndim(); ++d) s *= x.size(d);
+    return s;
+}
+
+// Row-statistics ops (layer_norm, rms_norm, group_norm, instance_norm with input stats).
+Tensor row_norm(const char* op, const Tensor& x_in, const cpu::RowNormLayout& layout,
+                const Tensor& weight, const Tensor& bias, double eps) {
+    Tensor x = contiguous_or_null(x_in);
+    Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
+    Tensor y = empty(x.shape(), x.dtype(), x.device());
+    Tensor mean = empty({layout.rows}, x.dtype(), x.device());
+    Tensor rstd = empty({layout.rows}, x.dtype(), x.device());
+    cpu::row_norm_forward(layout, strided(x, op), view_or_null(w, op), view_or_null(b, op), eps,
+                          strided(y, op), strided(mean, op), strided(rstd, op));
+    if (!needs_recording({x_in, weight, bias})) return y;
+    bool need_x = x_in.requires_grad();
+    bool need_w = weight.defined() && weight.requires_grad();
+    bool need_b = bias.defined() && bias.requires_grad();
+    record_backward(op, {x_in, weight, bias}, y,
+                    [op, layout, need_x, need_w, need_b, sx = save(x), sw = save(w),
+                     smean = save(mean), srstd = save(rstd),
+                     bias_shape = bias.defined() ? bias.shape() : Shape{}](const Tensor& grad_out) {
+                        Tensor x = sx.get(), w = sw.get();
+                        Tensor g = grad_out.contiguous();
+                        Tensor gx = need_x ? empty_like(x) : Tensor();
+                        Tensor gw = need_w ? empty_like(w) : Tensor();
+                        Tensor gb = need_b ? empty(bias_shape, x.dtype(), x.device()) : Tensor();
+                        cpu::row_norm_backward(layout, strided(x, op), view_or_null(w, op),
+                                               strided(smean.get(), op), strided(srstd.get(), op),
+                                               strided(g, op), view_or_null(gx, op),
+                                               view_or_null(gw, op), view_or_null(gb, op));
+                        return std::vector<Tensor>{gx, gw, gb};
+                    });
+    return y;
+}
+
+// Channel-statistics ops (batch_norm, instance_norm with running stats, seq_norm).
+// `mean`/`var` hold one entry per statistic (contiguous, x's dtype); batch_stats says they
+// were computed from x.
+Tensor channel_norm(const char* op, const Tensor& x_in, const cpu::ChannelNormLayout& layout,
+                    const Tensor& mean, const Tensor& var, bool batch_stats, const Tensor& weight,
+                    const Tensor& bias, double eps) {
+    Tensor x = contiguous_or_null(x_in);
+    Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
+    Tensor y = empty(x.shape(), x.dtype(), x.device());
+    cpu::channel_norm_forward(layout, strided(x, op), strided(mean, op), strided(var, op), eps,
+                              view_or_null(w, op), view_or_null(b, op), strided(y, op));
+    if (!needs_recording({x_in, weight, bias})) return y;
+    bool need_x = x_in.requires_grad();
+    bool need_w = weight.defined() && weight.requires_grad();
+    bool need_b = bias.defined() && bias.requires_grad();
+    record_backward(op, {x_in, weight, bias}, y,
+                    [op, layout, eps, batch_stats, need_x, need_w, need_b, sx = save(x),
+                     sw = save(w), smean = save(mean), svar = save(var),
+                     bias_shape = bias.defined() ? bias.shape() : Shape{}](const Tensor& grad_out) {
+                        Tensor x = sx.get(), w = sw.get();
+                        Tensor g = grad_out.contiguous();
+                        Tensor gx = need_x ? empty_like(x) : Tensor();
+                        Tensor gw = need_w ? empty_like(w) : Tensor();
+                        Tensor gb = need_b ? empty(bias_shape, x.dtype(), x.device()) : Tensor();
+                        cpu::channel_norm_backward(layout, strided(x, op), strided(smean.get(), op),
+                                                   strided(svar.get(), op), eps, view_or_null(w, op),
+                                                   batch_stats, strided(g, op), view_or_null(gx, op),
+                                                   view_or_null(gw, op), view_or_null(gb, op));
+                        return std::vector<Tensor>{gx, gw, gb};
+                    });
+    return y;
+}
+
+// running = (1 - momentum) running + momentum * value, in place (no autograd).
+void update_running(const Tensor& running, const Tensor& value, double momentum) {
+    NoGradGuard no_grad;
+    Tensor r = running.to(DType::float64).contiguous();
+    Tensor v = value.to(DType::float64).contiguous();
+    const double* rp = r.data_ptr<double>();
+    const double* vp = v.data_ptr<double>();
+    Tensor out = empty(r.shape(), DType::float64);
+    double* op = out.data_ptr<double>();
+    for (int64_t i = 0; i < r.numel(); ++i) op[i] = (1.0 - momentum) * rp[i] + momentum * vp[i];
+    Tensor target = running;  // a handle on the same storage
+    target.copy_(out);
+}
+
+void check_running(const Tensor& t, const char* name, int64_t channels, const Tensor& x,
+                   const char* op) {
+    if (!t.defined()) return;
+    check_param(t, name, {channels}, x, op);
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+    const char* op = "layer_norm";
+    check_input(x, op);
+    int64_t k = int64_t(normalized_shape.size());
+    LUMEN_CHECK(k >= 1, op, "expected normalized_shape to be at least 1-dimensional, got ",
+                normalized_shape);
+    check_trailing(x, normalized_shape, op);
+    check_param(weight, "weight", normalized_shape, x, op);
+    check_param(bias, "bias", normalized_shape, x, op);
+    cpu::RowNormLayout layout;
+    layout.length = shape_numel(normalized_shape);
+    layout.rows = layout.length == 0 ? 0 : x.numel() / layout.length;
+    layout.channels_per_group = layout.length;
+    return row_norm(op, x, layout, weight, bias, eps);
+}
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
+    const char* op = "rms_norm";
+    check_input(x, op);
+    int64_t k = int64_t(normalized_shape.size());
+    LUMEN_CHECK(k >= 1, op, "expected normalized_shape to be at least 1-dimensional, got ",
+                normalized_shape);
+    check_trailing(x, normalized_shape, op);
+    check_param(weight, "weight", normalized_shape, x, op);
+    cpu::RowNormLayout layout;
+    layout.length = shape_numel(normalized_shape);
+    layout.rows = layout.length == 0 ? 0 : x.numel() / layout.length;
+    layout.channels_per_group = layout.length;
+    layout.center = false;
+    return row_norm(op, x, layout, weight, Tensor(), eps);
+}
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+    const char* op = "group_norm";
+    check_input(x, op);
+    LUMEN_CHECK(x.ndim() >= 2, op, "expected an input of shape (N, C, *), got ", x.shape());
+    int64_t channels = x.size(1);
+    LUMEN_CHECK(num_groups > 0, op, "num_groups must be positive, got ", num_groups);
+    LUMEN_CHECK(channels % num_groups == 0, op, "expected number of channels in input to be ",
+                "divisible by num_groups, but got input of shape ", x.shape(), " and num_groups=",
+                num_groups);
+    check_param(weight, "weight", {channels}, x, op);
+    check_param(bias, "bias", {channels}, x, op);
+    cpu::RowNormLayout layout;
+    layout.groups = num_groups;
+    layout.channels_per_group = channels / num_groups;
+    layout.spatial = spatial_size(x);
+    layout.rows = x.size(0) * num_groups;
+    layout.length = layout.channels_per_group * layout.spatial;
+    return row_norm(op, x, layout, weight, bias, eps);
+}
+
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                     const Tensor& weight, const Tensor& bias, bool use_input_stats,
+                     double momentum, double eps) {
+    const char* op = "instance_norm";
+    check_input(x, op);
+    LUMEN_CHECK(x.ndim() >= 3, op, "expected an input of shape (N, C, *spatial) with at least one ",
+                "spatial dim, got ", x.shape());
+    int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
+    check_param(weight, "weight", {channels}, x, op);
+    check_param(bias, "bias", {channels}, x, op);
+    check_running(running_mean, "running_mean", channels, x, op);
+    check_running(running_var, "running_var", channels, x, op);
+    LUMEN_CHECK(running_mean.defined() == running_var.defined(), op,
+                "running_mean and running_var must be given together");
+    if (!use_input_stats) {
+        LUMEN_CHECK(running_mean.defined(), op,
+                    "Expected running_mean and running_var to be defined when use_input_stats is "
+                    "false");
+        cpu::ChannelNormLayout layout{1, batch, channels, spatial};
+        Tensor mean = running_mean.detach().contiguous().clone();
+        Tensor var = running_var.detach().contiguous().clone();
+        return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
+    }
+    LUMEN_CHECK(spatial > 1, op, "Expected more than 1 spatial element when training, got input ",
+                "size ", x.shape());
+    if (running_mean.defined() && x.numel() > 0) {
+        // per-instance mean and biased variance, averaged over the batch
+        cpu::ChannelNormLayout per{batch * channels, 1, 1, spatial};
+        Tensor c = contiguous_or_null(x);
+        Tensor m = empty({batch, channels}, x.dtype()), v = empty({batch, channels}, x.dtype());
+        cpu::channel_moments(per, strided(c, op), strided(m, op), strided(v, op));
+        Tensor md = m.to(DType::float64), vd = v.to(DType::float64);
+        Tensor bm = empty({channels}, DType::float64), bv = empty({channels}, DType::float64);
+        double unbias = double(spatial) / double(spatial - 1);
+        for (int64_t ch = 0; ch < channels; ++ch) {
+            double sm = 0, sv = 0;
+            for (int64_t n = 0; n < batch; ++n) {
+                sm += md.data_ptr<double>()[n * channels + ch];
+                sv += vd.data_ptr<double>()[n * channels + ch];
+            }
+            bm.data_ptr<double>()[ch] = sm / double(batch);
+            bv.data_ptr<double>()[ch] = sv / double(batch) * unbias;
+        }
+        update_running(running_mean, bm, momentum);
+        update_running(running_var, bv, momentum);
+    }
+    cpu::RowNormLayout layout;
+    layout.groups = channels;
+    layout.channels_per_group = 1;
+    layout.spatial = spatial;
+    layout.rows = batch * channels;
+    layout.length = spatial;
+    return row_norm(op, x, layout, weight, bias, eps);
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+    const char* op = "batch_norm";
+    check_input(x, op);
+    LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op, "expected an input of shape (N, C), (N, C, L), ",
+                "(N, C, H, W) or (N, C, D, H, W), got ", x.shape());
+    int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
+    check_param(weight, "weight", {channels}, x, op);
+    check_param(bias, "bias", {channels}, x, op);
+    check_running(running_mean, "running_mean", channels, x, op);
+    check_running(running_var, "running_var", channels, x, op);
+    LUMEN_CHECK(running_mean.defined() == running_var.defined(), op,
+                "running_mean and running_var must be given together");
+    cpu::ChannelNormLayout layout{1, batch, channels, spatial};
+    if (!training) {
+        LUMEN_CHECK(running_mean.defined(), op,
+                    "running_mean and running_var must be defined in evaluation mode");
+        Tensor mean = running_mean.detach().contiguous().clone();
+        Tensor var = running_var.detach().contiguous().clone();
+        return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
+    }
+    int64_t count = batch * spatial;
+    LUMEN_CHECK(count > 1, op, "Expected more than 1 value per channel when training, got input size ",
+                x.shape());
+    Tensor c = contiguous_or_null(x);
+    Tensor mean = empty({channels}, x.dtype()), var = empty({channels}, x.dtype());
+    cpu::channel_moments(layout, strided(c, op), strided(mean, op), strided(var, op));
+    if (running_mean.defined()) {
+        update_running(running_mean, mean, momentum);
+        NoGradGuard no_grad;
+        Tensor unbiased = var.to(DType::float64).clone();  // never scale var itself
+        double* up = unbiased.data_ptr<double>();
+        for (int64_t ch = 0; ch < channels; ++ch) up[ch] *= double(count) / double(count - 1);
+        update_running(running_var, unbiased, momentum);
+    }
+    return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
+}
+
+Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+    const char* op = "seq_norm";
+    check_input(x, op);
+    LUMEN_CHECK(x.ndim() == 3, op, "expected an input of shape (B, N, D), got ", x.shape());
+    int64_t features = x.size(2);
+    check_param(weight, "weight", {features}, x, op);
+    check_param(bias, "bias", {features}, x, op);
+    cpu::ChannelNormLayout layout{x.size(0), x.size(1), features, 1};
+    Tensor c = contiguous_or_null(x);
+    Tensor mean = empty({x.size(0) * features}, x.dtype());
+    Tensor var = empty({x.size(0) * features}, x.dtype());
+    if (x.numel() > 0) cpu::channel_moments(layout, strided(c, op), strided(mean, op), strided(var, op));
+    return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
+}
+
+Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
+    const char* op = "normalize";
+    check_input(x, op);
+    LUMEN_CHECK(std::isfinite(p) && p >= 1.0, op, "p must be finite and >= 1, got ", p);
+    LUMEN_CHECK(x.ndim() >= 1, op, "expected an input with at least one dim, got a 0-d tensor");
+    int d = wrap_dim(dim, x.ndim(), op);
+    cpu::ChannelNormLayout layout;
+    for (int i = 0; i < d; ++i) layout.outer *= x.size(i);
+    int64_t inner = 1;
+    for (int64_t i = d + 1; i < x.ndim(); ++i) inner *= x.size(i);
+    // a norm along the last dim sums contiguous runs; otherwise down columns of `inner`
+    if (inner == 1) {
+        layout.spatial = x.size(d);
+    } else {
+        layout.length = x.size(d);
+        layout.channels = inner;
+    }
+    Tensor c = contiguous_or_null(x);
+    Tensor y = empty(x.shape(), x.dtype(), x.device());
+    Tensor norm = empty({layout.outer * layout.channels}, x.dtype(), x.device());
+    if (x.numel() > 0) {
+        cpu::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
+    }
+    record_backward(op, {x}, y, [op, layout, p, eps, sx = save(c), snorm = save(norm)](const Tensor& grad_out) {
+        Tensor x = sx.get();
+        Tensor g = grad_out.contiguous();
+        Tensor gx = empty_like(x);
+        if (x.numel() > 0) {
+            cpu::normalize_backward(layout, strided(x, op), strided(snorm.get(), op), p, eps,
+                                    strided(g, op), strided(gx, op));
+        }
+        return std::vector<Tensor>{gx};
+    });
+    return y;
+}
+
+}  // namespace lumen

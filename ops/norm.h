@@ -1,0 +1,61 @@
+// Normalization ops with PyTorch names and semantics (torch.nn.functional): layer_norm,
+// rms_norm, group_norm, instance_norm, batch_norm, normalize, plus seq_norm (normalization over
+// the token axis of (B, N, D), see spec/sfree_utnet.md). float32/float64, CPU; a CUDA input
+// throws. Optional weight/bias are undefined Tensors when absent. Every op is differentiable in
+// x, weight and bias through dedicated backward kernels; variances in the normalization are
+// biased (divide by the count), statistics accumulate in double.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace lumen {
+
+// Normalizes over the last normalized_shape.size() dims of x (which must equal
+// normalized_shape): y = (x - mean) / sqrt(var + eps) * weight + bias; weight and bias have
+// shape normalized_shape.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
+// y = x / sqrt(mean(x^2) + eps) * weight over the last normalized_shape.size() dims
+// (torch.nn.functional.rms_norm; PyTorch's eps=None means finfo(dtype).eps, here eps is
+// explicit).
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                double eps = 1e-6);
+
+// x (N, C, *): the C channels split into num_groups groups, each normalized over its channels
+// and all spatial positions; weight and bias have shape (C). C % num_groups must be 0.
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+
+// x (N, C, *spatial) with at least one spatial dim; each (n, c) plane is normalized over its
+// spatial positions (use_input_stats, the default). Given running_mean/running_var (shape (C)),
+// they are updated in place: r = (1 - momentum) r + momentum * (the batch mean over n of the
+// per-instance mean, resp. unbiased variance). use_input_stats = false normalizes with the
+// running statistics instead (they are then required). weight, bias: (C).
+Tensor instance_norm(const Tensor& x, const Tensor& running_mean = Tensor(),
+                     const Tensor& running_var = Tensor(), const Tensor& weight = Tensor(),
+                     const Tensor& bias = Tensor(), bool use_input_stats = true,
+                     double momentum = 0.1, double eps = 1e-5);
+
+// x (N, C), (N, C, L), (N, C, H, W) or (N, C, D, H, W): per channel statistics over every
+// dim but C. training: normalizes with the batch mean and biased variance (the gradient flows
+// through them) and, when given, updates running_mean/running_var in place:
+//   r = (1 - momentum) r + momentum * batch value (unbiased variance for running_var).
+// nn.BatchNorm's momentum=None (cumulative average) is the caller passing
+// momentum = 1 / num_batches_tracked. Training needs more than one value per channel.
+// Evaluation (training = false) normalizes with the running statistics (required then).
+// running stats, weight and bias have shape (C).
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
+
+// Sequence normalization: x (B, N, D); for every b and feature d, mean and biased variance
+// over the N tokens, y = (x - mean) / sqrt(var + eps) * weight[d] + bias[d]; weight/bias (D).
+Tensor seq_norm(const Tensor& x, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                double eps = 1e-5);
+
+// x / max(||x||_p, eps) along dim (F.normalize); p >= 1 and finite. The gradient does not flow
+// through the norm where it is clamped to eps; d|x|/dx at 0 is 0.
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+
+}  // namespace lumen
