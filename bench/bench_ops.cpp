@@ -1,0 +1,111 @@
+// bench_ops: issue 3's speed goals, the workloads of bench/torch_ops.py in lumen. Every
+// workload is forward + backward through autograd with a fixed upstream gradient, as in
+// training: dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256);
+// the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k tokens (the
+// figures per token show how time grows with L). One JSON object per line (bench/run.sh).
+// Usage: bench_ops [--threads N] [--repeats R]
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "lumen/lumen.h"
+
+using namespace lumen;
+using namespace lumen::bench;
+
+namespace {
+
+// A body that clears the inputs' gradients, runs the forward and back-propagates `grad`.
+std::function<void()> fwd_bwd(std::function<Tensor()> forward, std::vector<Tensor> inputs) {
+    auto grad = std::make_shared<Tensor>();
+    return [forward = std::move(forward), inputs = std::move(inputs), grad] {
+        for (const Tensor& input : inputs) input.set_grad(Tensor());
+        Tensor y = forward();
+        if (!grad->defined()) *grad = randn_like(y);
+        y.backward(*grad);
+    };
+}
+
+Tensor leaf(Tensor t) { return t.requires_grad_(); }
+
+void bench_conv(int repeats) {
+    Generator generator(0);
+    Tensor x = leaf(randn({8, 64, 56, 56}, DType::float32, &generator));
+    Tensor w = leaf(randn({64, 64, 3, 3}, DType::float32, &generator));
+    double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}),
+                              2, repeats);
+    report("conv2d 3x3 N=8 64->64 56x56 fwd+bwd", "GFLOP/s",
+           3.0 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s);
+    Tensor xd = leaf(randn({8, 256, 56, 56}, DType::float32, &generator));
+    Tensor wd = leaf(randn({256, 1, 3, 3}, DType::float32, &generator));
+    s = median_seconds(
+        fwd_bwd([=] { return conv2d(xd, wd, Tensor(), {1}, {1}, {1}, 256); }, {xd, wd}), 2,
+        repeats);
+    report("depthwise conv2d 3x3 N=8 C=256 56x56 fwd+bwd", "GFLOP/s",
+           3.0 * 2 * 8 * 256 * 9 * 56 * 56 / s / 1e9, s);
+}
+
+void bench_rowwise(int repeats) {
+    Generator generator(0);
+    Tensor x = leaf(randn({64, 1024, 256}, DType::float32, &generator));
+    Tensor w = leaf(randn({256}, DType::float32, &generator));
+    Tensor b = leaf(randn({256}, DType::float32, &generator));
+    // Minimum traffic: forward reads x, writes y; backward reads x (or y) and dy, writes dx.
+    double traffic = 5.0 * 4 * double(x.numel());
+    struct Case {
+        const char* name;
+        std::function<Tensor()> forward;
+        std::vector<Tensor> inputs;
+    };
+    std::vector<Case> cases = {
+        {"layer_norm", [=] { return layer_norm(x, {256}, w, b); }, {x, w, b}},
+        {"softmax", [=] { return softmax(x, -1); }, {x}},
+        {"gelu", [=] { return gelu(x); }, {x}},
+    };
+    for (const Case& c : cases) {
+        double s = median_seconds(fwd_bwd(c.forward, c.inputs), 2, repeats);
+        report(std::string(c.name) + " (64, 1024, 256) fwd+bwd", "GB/s", traffic / s / 1e9, s);
+    }
+}
+
+void bench_long(int repeats) {
+    Generator generator(0);
+    const int64_t channels = 64, state = 16;
+    const std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384};
+    for (int64_t length : lengths) {
+        Tensor u = leaf(randn({1, channels, length}, DType::float32, &generator));
+        Tensor delta = leaf(randn({1, channels, length}, DType::float32, &generator));
+        Tensor A = leaf(neg(rand({channels, state}, DType::float32, &generator)));
+        Tensor Bm = leaf(randn({1, state, length}, DType::float32, &generator));
+        Tensor Cm = leaf(randn({1, state, length}, DType::float32, &generator));
+        Tensor D = leaf(randn({channels}, DType::float32, &generator));
+        double s = median_seconds(
+            fwd_bwd([=] { return selective_scan(u, delta, A, Bm, Cm, D, Tensor(), Tensor(), true); },
+                    {u, delta, A, Bm, Cm, D}),
+            1, repeats);
+        report("selective_scan B=1 D=64 N=16 L=" + std::to_string(length) + " fwd+bwd", "ktok/s",
+               double(length) / s / 1e3, s);
+    }
+    for (int64_t length : lengths) {
+        Tensor u = leaf(randn({2, channels, length}, DType::float32, &generator));
+        Tensor k = leaf(randn({channels, length}, DType::float32, &generator));
+        Tensor D = leaf(randn({channels}, DType::float32, &generator));
+        double s = median_seconds(fwd_bwd([=] { return fftconv(u, k, D); }, {u, k, D}), 1, repeats);
+        report("fftconv B=2 H=64 L=" + std::to_string(length) + " fwd+bwd", "Mtok/s",
+               2.0 * double(length) / s / 1e6, s);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options = parse_options(argc, argv);
+    if (options.threads > 0) set_num_threads(options.threads);
+    std::printf("# lumen bench_ops, %d threads, median of %d repeats\n", get_num_threads(),
+                options.repeats);
+    bench_conv(options.repeats);
+    bench_rowwise(options.repeats);
+    bench_long(options.repeats);
+    return 0;
+}
