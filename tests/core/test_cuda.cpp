@@ -1,0 +1,92 @@
+// The CUDA side of core (device memory, host<->device copies, fill, device checks). Every
+// case skips with a message when lumen was built without CUDA or no GPU is visible; the op
+// kernels and their CPU/CUDA parity suite come with issue #4.
+#include "support/gradcheck.h"
+
+using namespace lumen;
+using namespace lumen::testing;
+
+namespace {
+
+// True when the case can run; otherwise says why it is skipped.
+bool have_gpu() {
+    if (!cuda_built()) {
+        WARN("CUDA test skipped: lumen was built without CUDA (LUMEN_CUDA=OFF)");
+        return false;
+    }
+    if (!cuda_available()) {
+        WARN("CUDA test skipped: lumen was built with CUDA but no CUDA device is visible");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("tensors of every dtype round-trip through GPU memory", "[cuda][core]") {
+    if (!have_gpu()) return;
+    Tensor values = arange(0, 37, 1, DType::float64).reshape({37});
+    for (DType dtype : {DType::float32, DType::float64, DType::int64, DType::int32, DType::uint8,
+                        DType::bool_}) {
+        Tensor host = values.to(dtype);
+        Tensor device = host.cuda();
+        CHECK(device.is_cuda());
+        CHECK(device.device() == Device::cuda(0));
+        CHECK(device.dtype() == dtype);
+        Tensor back = device.cpu();
+        CHECK(back.is_cpu());
+        require_close(back.to(DType::float64), host.to(DType::float64), 0, 0);
+    }
+}
+
+TEST_CASE("host-to-device copies handle strides, broadcasts, conversions and size",
+          "[cuda][core]") {
+    if (!have_gpu()) return;
+    Tensor host = arange(0, 12, 1, DType::float32).reshape({3, 4});
+    // A transposed (non-contiguous) source is staged in logical order.
+    require_close(host.t().cuda().cpu(), host.t().contiguous(), 0, 0);
+    // Broadcast and dtype conversion on the way in.
+    Tensor device = zeros({2, 4}, DType::float64, Device::cuda());
+    device.copy_(arange(0, 4, 1, DType::int64));
+    require_close(device.cpu(), {0, 1, 2, 3, 0, 1, 2, 3}, 0, 0);
+    // Device to device.
+    Tensor other = empty({2, 4}, DType::float64, Device::cuda());
+    other.copy_(device);
+    require_close(other.cpu(), {0, 1, 2, 3, 0, 1, 2, 3}, 0, 0);
+    // 16M floats: every element arrives.
+    int64_t n = int64_t(1) << 24;
+    Tensor big = arange(0, double(n), 1, DType::float32);
+    Tensor round_trip = big.cuda().cpu();
+    CHECK(sum(abs(sub(round_trip, big))).item<double>() == 0.0);
+}
+
+TEST_CASE("fill_ and the factories work on the GPU", "[cuda][core]") {
+    if (!have_gpu()) return;
+    require_close(zeros({1000}, DType::float32, Device::cuda()).cpu(),
+                  zeros({1000}, DType::float32), 0, 0);
+    require_close(full({3, 5}, 2.5, DType::float64, Device::cuda()).cpu(),
+                  full({3, 5}, 2.5, DType::float64), 0, 0);
+    Tensor ints = ones({70000}, DType::int64, Device::cuda());  // more than one block row
+    CHECK(sum(ints.cpu()).item<int64_t>() == 70000);
+    Tensor half = full({9}, 1.5, DType::float16, Device::cuda());
+    require_close(half.cpu().to(DType::float32), full({9}, 1.5, DType::float32), 0, 0);
+    Tensor bf16 = full({9}, -3.0, DType::bfloat16, Device::cuda());
+    require_close(bf16.cpu().to(DType::float32), full({9}, -3.0, DType::float32), 0, 0);
+}
+
+TEST_CASE("gradients flow back across device transfers", "[cuda][core][autograd]") {
+    if (!have_gpu()) return;
+    Tensor x = random_input({4, 3}).requires_grad_();
+    Tensor y = x.cuda().cpu();
+    sum(mul(y, y)).backward();
+    require_close(x.grad(), mul(x.detach(), scalar_tensor(2.0, DType::float64)));
+}
+
+TEST_CASE("CUDA misuse raises clear errors", "[cuda][core]") {
+    if (!have_gpu()) return;
+    Tensor device = ones({4}, DType::float32, Device::cuda());
+    Tensor host = ones({4}, DType::float32);
+    require_error([&] { add(device, host); }, {"[add]", "different devices", "cuda:0", "cpu"});
+    require_error([&] { exp(device); }, {"[exp]", "no CUDA kernel", "issue #4"});
+    require_error([&] { zeros({4}, DType::float32, Device::cuda(999)); }, {"[cuda]", "cuda:999"});
+}
