@@ -170,20 +170,204 @@ void backward_typed(const T* grad_out, T* grad_x, const InterpolateGeometry& g) 
     });
 }
 
+// ---- linear mode, staged ----
+// The W blend of an input row is computed once and shared by every output row that reads it
+// (about out_h / in_h of them), then rows are blended along H (and D) in contiguous loops
+// that vectorize. Backward runs the same stages transposed. Work is split by plane (by
+// (plane, d) slice when D is not resampled), so each thread owns its scratch and its grad_x.
+
+template <typename T>
+struct LinearAxes {
+    Axis<T> depth, height, width;
+};
+
+// out[i] = a * p[i] + b * q[i] (q unused when b is not needed).
+template <typename T>
+void blend_rows(T* out, const T* p, T a, const T* q, T b, bool two, int64_t n) {
+    if (two) {
+        for (int64_t i = 0; i < n; ++i) out[i] = a * p[i] + b * q[i];
+    } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = a * p[i];
+    }
+}
+
+// acc[i] += a * g[i]
+template <typename T>
+void add_scaled(T* acc, const T* g, T a, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += a * g[i];
+}
+
+// One (H, W) slice: y (out_h, out_w) from x (in_h, in_w). `rows` holds in_h blended rows of
+// out_w, `done` marks those computed.
+template <typename T>
+void linear_slice_forward(const T* x, T* y, const LinearAxes<T>& a, int64_t in_w,
+                          std::vector<T>& rows, std::vector<char>& done) {
+    const int64_t out_h = int64_t(a.height.index0.size()), out_w = int64_t(a.width.index0.size());
+    const Axis<T>& w = a.width;
+    std::fill(done.begin(), done.end(), 0);
+    auto row = [&](int64_t h) {
+        T* r = rows.data() + h * out_w;
+        if (!done[size_t(h)]) {
+            const T* in = x + h * in_w;
+            for (int64_t ow = 0; ow < out_w; ++ow)
+                r[ow] = w.lambda0[size_t(ow)] * in[w.index0[size_t(ow)]] +
+                        w.lambda1[size_t(ow)] * in[w.index1[size_t(ow)]];
+            done[size_t(h)] = 1;
+        }
+        return r;
+    };
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+        const Axis<T>& h = a.height;
+        bool two = h.two_taps;
+        const T* first = row(h.index0[size_t(oh)]);
+        const T* second = two ? row(h.index1[size_t(oh)]) : first;
+        blend_rows(y + oh * out_w, first, h.lambda0[size_t(oh)], second, h.lambda1[size_t(oh)],
+                   two, out_w);
+    }
+}
+
+// grad_x (in_h, in_w) += the transposed blend of grad_out (out_h, out_w); `rows` (in_h x out_w)
+// gathers the H stage, `done` marks rows that received anything.
+template <typename T>
+void linear_slice_backward(const T* grad_out, T* grad_x, const LinearAxes<T>& a, int64_t in_w,
+                           std::vector<T>& rows, std::vector<char>& done) {
+    const int64_t out_h = int64_t(a.height.index0.size()), out_w = int64_t(a.width.index0.size());
+    const Axis<T>& h = a.height;
+    const Axis<T>& w = a.width;
+    std::fill(done.begin(), done.end(), 0);
+    auto row = [&](int64_t i) {
+        T* r = rows.data() + i * out_w;
+        if (!done[size_t(i)]) std::fill(r, r + out_w, T(0));
+        done[size_t(i)] = 1;
+        return r;
+    };
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+        const T* g = grad_out + oh * out_w;
+        add_scaled(row(h.index0[size_t(oh)]), g, h.lambda0[size_t(oh)], out_w);
+        if (h.two_taps) add_scaled(row(h.index1[size_t(oh)]), g, h.lambda1[size_t(oh)], out_w);
+    }
+    for (size_t i = 0; i < done.size(); ++i) {
+        if (!done[i]) continue;
+        const T* r = rows.data() + int64_t(i) * out_w;
+        T* gx = grad_x + int64_t(i) * in_w;
+        for (int64_t ow = 0; ow < out_w; ++ow) {
+            gx[w.index0[size_t(ow)]] += w.lambda0[size_t(ow)] * r[ow];
+            gx[w.index1[size_t(ow)]] += w.lambda1[size_t(ow)] * r[ow];
+        }
+    }
+}
+
+// Calls body(first_slice, last_slice, scratch rows, done flags, slab, slab flags) over
+// parallel chunks; a slice is one (plane, d) when D is not resampled, else a whole plane.
+template <typename T, typename Body>
+void for_each_linear_unit(const InterpolateGeometry& g, bool depth_two, const Body& body) {
+    int64_t units = depth_two ? g.planes : g.planes * g.in[0];
+    int64_t per_unit = (depth_two ? g.out[0] : 1) * g.out[1] * g.out[2] * 4;
+    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(per_unit, 1));
+    parallel_for(0, units, grain, [&](int64_t lo, int64_t hi) {
+        std::vector<T> rows(size_t(g.in[1] * g.out[2]));
+        std::vector<char> done(size_t(g.in[1]));
+        std::vector<T> slab(depth_two ? size_t(g.in[0] * g.out[1] * g.out[2]) : 0);
+        std::vector<char> slab_done(depth_two ? size_t(g.in[0]) : 0);
+        body(lo, hi, rows, done, slab, slab_done);
+    });
+}
+
+template <typename T>
+void linear_forward_typed(const T* x, T* y, const InterpolateGeometry& g) {
+    LinearAxes<T> a{make_axis<T>(g, 0), make_axis<T>(g, 1), make_axis<T>(g, 2)};
+    const int64_t in_slice = g.in[1] * g.in[2], out_slice = g.out[1] * g.out[2];
+    const bool depth_two = a.depth.two_taps;
+    for_each_linear_unit<T>(g, depth_two, [&](int64_t lo, int64_t hi, std::vector<T>& rows,
+                                               std::vector<char>& done, std::vector<T>& slab,
+                                               std::vector<char>& slab_done) {
+        for (int64_t u = lo; u < hi; ++u) {
+            if (!depth_two) {  // D is copied: u is one (plane, d) slice
+                linear_slice_forward(x + u * in_slice, y + u * out_slice, a, g.in[2], rows, done);
+                continue;
+            }
+            const T* plane = x + u * g.in[0] * in_slice;
+            std::fill(slab_done.begin(), slab_done.end(), 0);
+            auto slice = [&](int64_t d) {
+                T* s = slab.data() + d * out_slice;
+                if (!slab_done[size_t(d)])
+                    linear_slice_forward(plane + d * in_slice, s, a, g.in[2], rows, done);
+                slab_done[size_t(d)] = 1;
+                return s;
+            };
+            for (int64_t od = 0; od < g.out[0]; ++od) {
+                const T* first = slice(a.depth.index0[size_t(od)]);
+                const T* second = slice(a.depth.index1[size_t(od)]);
+                blend_rows(y + (u * g.out[0] + od) * out_slice, first, a.depth.lambda0[size_t(od)],
+                           second, a.depth.lambda1[size_t(od)], true, out_slice);
+            }
+        }
+    });
+}
+
+template <typename T>
+void linear_backward_typed(const T* grad_out, T* grad_x, const InterpolateGeometry& g) {
+    LinearAxes<T> a{make_axis<T>(g, 0), make_axis<T>(g, 1), make_axis<T>(g, 2)};
+    const int64_t in_slice = g.in[1] * g.in[2], out_slice = g.out[1] * g.out[2];
+    const bool depth_two = a.depth.two_taps;
+    for_each_linear_unit<T>(g, depth_two, [&](int64_t lo, int64_t hi, std::vector<T>& rows,
+                                               std::vector<char>& done, std::vector<T>& slab,
+                                               std::vector<char>& slab_done) {
+        for (int64_t u = lo; u < hi; ++u) {
+            int64_t depth = depth_two ? g.in[0] : 1;
+            T* plane = grad_x + u * depth * in_slice;
+            std::fill(plane, plane + depth * in_slice, T(0));
+            if (!depth_two) {
+                linear_slice_backward(grad_out + u * out_slice, plane, a, g.in[2], rows, done);
+                continue;
+            }
+            // D stage transposed: slab[d] += lambda * grad_out[od], then each slice's H and W.
+            std::fill(slab_done.begin(), slab_done.end(), 0);
+            auto slice = [&](int64_t d) {
+                T* s = slab.data() + d * out_slice;
+                if (!slab_done[size_t(d)]) std::fill(s, s + out_slice, T(0));
+                slab_done[size_t(d)] = 1;
+                return s;
+            };
+            for (int64_t od = 0; od < g.out[0]; ++od) {
+                const T* go = grad_out + (u * g.out[0] + od) * out_slice;
+                add_scaled(slice(a.depth.index0[size_t(od)]), go, a.depth.lambda0[size_t(od)],
+                           out_slice);
+                add_scaled(slice(a.depth.index1[size_t(od)]), go, a.depth.lambda1[size_t(od)],
+                           out_slice);
+            }
+            for (int64_t d = 0; d < g.in[0]; ++d)
+                if (slab_done[size_t(d)])
+                    linear_slice_backward(slab.data() + d * out_slice, plane + d * in_slice, a,
+                                          g.in[2], rows, done);
+        }
+    });
+}
+
 }  // namespace
 
 void interpolate_forward(const StridedView& x, const StridedView& y,
                          const InterpolateGeometry& geometry) {
     if (y.numel() == 0) return;
     dispatch_floating(x.dtype, "interpolate",
-                      [&]<typename T>() { forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry); });
+                      [&]<typename T>() {
+                          if (geometry.mode == InterpolateMode::linear) {
+                              linear_forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
+                          } else {
+                              forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
+                          }
+                      });
 }
 
 void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,
                           const InterpolateGeometry& geometry) {
     if (grad_x.numel() == 0) return;
     dispatch_floating(grad_x.dtype, "interpolate", [&]<typename T>() {
-        backward_typed<T>(grad_out.ptr<T>(), grad_x.ptr<T>(), geometry);
+        if (geometry.mode == InterpolateMode::linear) {
+            linear_backward_typed<T>(grad_out.ptr<T>(), grad_x.ptr<T>(), geometry);
+        } else {
+            backward_typed<T>(grad_out.ptr<T>(), grad_x.ptr<T>(), geometry);
+        }
     });
 }
 

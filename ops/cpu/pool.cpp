@@ -131,10 +131,9 @@ void max_forward_typed(const T* x, T* y, int64_t* indices, const PoolGeometry& g
                     int64_t row = (d * height + h) * width;
                     for (int64_t w = ww.begin; w < ww.end; w += ww.step) {
                         T v = plane[row + w];
-                        if (v > best || std::isnan(v)) {
-                            best = v;
-                            best_index = row + w;
-                        }
+                        bool take = (v > best) | (v != v);  // branch-free: maxima are random
+                        best = take ? v : best;
+                        best_index = take ? row + w : best_index;
                     }
                 }
             }
@@ -285,16 +284,40 @@ void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
                  divisor_override, "avg_pool");
 }
 
-// An adaptive cell is averaged over its own size: no padding, no override.
+// An adaptive cell is averaged over its own size: no padding, no override. Global pooling (one
+// cell per plane, as in classifier heads) is a plain contiguous mean per plane.
 void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
                                const PoolGeometry& geometry) {
-    avg_forward(x, y, geometry, adaptive_cells(geometry), false, 0, "adaptive_avg_pool");
+    const PoolGeometry& g = geometry;
+    if (out_plane(g) != 1 || g.planes == 0) {
+        avg_forward(x, y, g, adaptive_cells(g), false, 0, "adaptive_avg_pool");
+        return;
+    }
+    dispatch_floating(x.dtype, "adaptive_avg_pool", [&]<typename T>() {
+        const T* in = x.ptr<T>();
+        T* out = y.ptr<T>();
+        const int64_t n = in_plane(g);
+        for_each_plane(g, n, [&](int64_t p) {
+            T total = 0;
+            for (int64_t i = 0; i < n; ++i) total += in[p * n + i];
+            out[p] = total / T(n);
+        });
+    });
 }
 
 void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
                                 const PoolGeometry& geometry) {
-    avg_backward(grad_out, grad_x, geometry, adaptive_cells(geometry), false, 0,
-                 "adaptive_avg_pool");
+    const PoolGeometry& g = geometry;
+    if (out_plane(g) != 1 || g.planes == 0) {
+        avg_backward(grad_out, grad_x, g, adaptive_cells(g), false, 0, "adaptive_avg_pool");
+        return;
+    }
+    dispatch_floating(grad_x.dtype, "adaptive_avg_pool", [&]<typename T>() {
+        const T* go = grad_out.ptr<T>();
+        T* gx = grad_x.ptr<T>();
+        const int64_t n = in_plane(g);
+        for_each_plane(g, n, [&](int64_t p) { std::fill(gx + p * n, gx + (p + 1) * n, go[p] / T(n)); });
+    });
 }
 
 }  // namespace lumen::cpu

@@ -286,6 +286,7 @@ TEST_CASE("pools: gradients match finite differences", "[ops][pool][gradcheck]")
         check([](const Tensor& t) { return avg_pool2d(t, {2}, {}, {1}, false, true, 3); }, x);
         check([](const Tensor& t) { return adaptive_avg_pool2d(t, {3, 4}); }, x);
         check([](const Tensor& t) { return adaptive_avg_pool2d(t, {9, 7}); }, x);
+        check([](const Tensor& t) { return adaptive_avg_pool2d(t, {1}); }, x);  // global
         check([](const Tensor& t) { return adaptive_max_pool2d(t, {4, 5}); }, x);
     }
     for (const Tensor& x : {c, noncontiguous(c), distinct_input({2, 5, 4, 5}, 14)}) {
@@ -293,6 +294,7 @@ TEST_CASE("pools: gradients match finite differences", "[ops][pool][gradcheck]")
         check([](const Tensor& t) { return max_pool3d(t, {3, 2, 2}, {2, 1, 2}, {1, 1, 1}); }, x);
         check([](const Tensor& t) { return avg_pool3d(t, {2}, {1}, {1}, true, false); }, x);
         check([](const Tensor& t) { return adaptive_avg_pool3d(t, {2, 3, 2}); }, x);
+        check([](const Tensor& t) { return adaptive_avg_pool3d(t, {1}); }, x);
         check([](const Tensor& t) { return adaptive_max_pool3d(t, {3, 2, 4}); }, x);
     }
 }
