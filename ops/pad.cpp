@@ -52,8 +52,8 @@ void check_border_mode(const Tensor& x, const PadGeometry& g, const std::string&
                         ")");
         }
         LUMEN_CHECK(in > 0 && g.out[j] > 0, kOp, "mode '", mode,
-                    "' needs non-empty input and output dims: got padding (", before, ", ",
-                    after, ") for dim ", dim, " of size ", in, " (shape ", x.shape(), ")");
+                    "' needs non-empty input and output dims: got padding (", before, ", ", after,
+                    ") for dim ", dim, " of size ", in, " (shape ", x.shape(), ")");
     }
 }
 
@@ -79,8 +79,8 @@ PadGeometry geometry_of(const Tensor& x, const Dims& pads, const std::string& mo
         g.before[j] = before;
         g.out[j] = g.in[j] + before + after;
         LUMEN_CHECK(g.out[j] >= 0, kOp, "padding (", before, ", ", after, ") of dim ", first + j,
-                    " (size ", g.in[j], ") gives a negative size ", g.out[j], " (shape ",
-                    x.shape(), ")");
+                    " (size ", g.in[j], ") gives a negative size ", g.out[j], " (shape ", x.shape(),
+                    ")");
     }
     if (g.mode != PadMode::constant) check_border_mode(x, g, mode, value);
     return g;

@@ -17,15 +17,16 @@ using cpu::PoolGeometry;
 
 // One value for every spatial dim, or one per dim (PyTorch's `int | tuple`).
 Dims per_dim(const Dims& values, int spatial, const char* op, const char* name) {
-    LUMEN_CHECK(values.size() == 1 || values.size() == size_t(spatial), op, name, " must have 1 or ",
-                spatial, " values, got ", values);
+    LUMEN_CHECK(values.size() == 1 || values.size() == size_t(spatial), op, name,
+                " must have 1 or ", spatial, " values, got ", values);
     return values.size() == 1 ? Dims(size_t(spatial), values[0]) : values;
 }
 
 // Checks x is (B, C, spatial...) or (C, spatial...) and fills planes and in (D = 1 for 2-D).
 PoolGeometry input_geometry(const Tensor& x, int spatial, const char* op) {
     if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
-    const char* layout = spatial == 2 ? "(B, C, H, W) or (C, H, W)" : "(B, C, D, H, W) or (C, D, H, W)";
+    const char* layout =
+        spatial == 2 ? "(B, C, H, W) or (C, H, W)" : "(B, C, D, H, W) or (C, D, H, W)";
     LUMEN_CHECK(x.ndim() == spatial + 1 || x.ndim() == spatial + 2, op, "expects a ", layout,
                 " input, got shape ", x.shape());
     LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
@@ -82,9 +83,10 @@ PoolGeometry window_geometry(const Tensor& x, int spatial, const char* op, const
         g.out[s] = pooled_size(g.in[s], kernel[i], pads[i], steps[i], dilations[i], ceil_mode);
     }
     for (int s = 3 - spatial; s < 3; ++s)
-        LUMEN_CHECK(g.out[s] >= 1, op, "input of shape ", x.shape(), " is too small for kernel_size ",
-                    kernel, ", stride ", steps, ", padding ", pads, ", dilation ", dilations,
-                    ": the output would be ", output_shape(x, spatial, g));
+        LUMEN_CHECK(g.out[s] >= 1, op, "input of shape ", x.shape(),
+                    " is too small for kernel_size ", kernel, ", stride ", steps, ", padding ",
+                    pads, ", dilation ", dilations, ": the output would be ",
+                    output_shape(x, spatial, g));
     return g;
 }
 
@@ -153,14 +155,12 @@ Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel
     Tensor y = empty(output_shape(x, spatial, g), x.dtype());
     cpu::avg_pool_forward(strided(input, op), strided(y, op), g, count_include_pad, divisor);
     // dx = sum over the windows containing x of grad_out / divisor
-    record_backward(op, {x}, y,
-                    [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
-                        Tensor go = grad_out.contiguous();
-                        Tensor grad_x = empty(shape, dtype);
-                        cpu::avg_pool_backward(strided(go, op), strided(grad_x, op), g,
-                                               count_include_pad, divisor);
-                        return std::vector<Tensor>{grad_x};
-                    });
+    record_backward(op, {x}, y, [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
+        Tensor go = grad_out.contiguous();
+        Tensor grad_x = empty(shape, dtype);
+        cpu::avg_pool_backward(strided(go, op), strided(grad_x, op), g, count_include_pad, divisor);
+        return std::vector<Tensor>{grad_x};
+    });
     return y;
 }
 
@@ -181,8 +181,8 @@ Tensor adaptive_avg_pool(const Tensor& x, int spatial, const char* op, const Dim
 
 }  // namespace
 
-Tensor max_pool2d(const Tensor& x, const Dims& kernel_size, const Dims& stride,
-                  const Dims& padding, const Dims& dilation, bool ceil_mode) {
+Tensor max_pool2d(const Tensor& x, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  const Dims& dilation, bool ceil_mode) {
     return max_pool(x, 2, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode).values;
 }
 
@@ -191,8 +191,8 @@ ValuesIndices max_pool2d_with_indices(const Tensor& x, const Dims& kernel_size, 
     return max_pool(x, 2, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-Tensor max_pool3d(const Tensor& x, const Dims& kernel_size, const Dims& stride,
-                  const Dims& padding, const Dims& dilation, bool ceil_mode) {
+Tensor max_pool3d(const Tensor& x, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  const Dims& dilation, bool ceil_mode) {
     return max_pool(x, 3, "max_pool3d", kernel_size, stride, padding, dilation, ceil_mode).values;
 }
 
@@ -201,18 +201,16 @@ ValuesIndices max_pool3d_with_indices(const Tensor& x, const Dims& kernel_size, 
     return max_pool(x, 3, "max_pool3d", kernel_size, stride, padding, dilation, ceil_mode);
 }
 
-Tensor avg_pool2d(const Tensor& x, const Dims& kernel_size, const Dims& stride,
-                  const Dims& padding, bool ceil_mode, bool count_include_pad,
-                  std::optional<int64_t> divisor_override) {
-    return avg_pool(x, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
-                    count_include_pad, divisor_override);
+Tensor avg_pool2d(const Tensor& x, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+    return avg_pool(x, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override);
 }
 
-Tensor avg_pool3d(const Tensor& x, const Dims& kernel_size, const Dims& stride,
-                  const Dims& padding, bool ceil_mode, bool count_include_pad,
-                  std::optional<int64_t> divisor_override) {
-    return avg_pool(x, 3, "avg_pool3d", kernel_size, stride, padding, ceil_mode,
-                    count_include_pad, divisor_override);
+Tensor avg_pool3d(const Tensor& x, const Dims& kernel_size, const Dims& stride, const Dims& padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+    return avg_pool(x, 3, "avg_pool3d", kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, const Dims& output_size) {

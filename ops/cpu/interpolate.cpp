@@ -86,8 +86,8 @@ Axis<T> make_axis(const InterpolateGeometry& g, int dim) {
 
 // The input rows (offsets inside a plane) and weights that output row (od, oh) blends.
 template <typename T>
-int row_taps(const Axis<T>& depth, const Axis<T>& height, int64_t od, int64_t oh,
-             int64_t in_height, int64_t width, int64_t* offsets, T* weights) {
+int row_taps(const Axis<T>& depth, const Axis<T>& height, int64_t od, int64_t oh, int64_t in_height,
+             int64_t width, int64_t* offsets, T* weights) {
     int taps = 0;
     for (int a = 0; a < (depth.two_taps ? 2 : 1); ++a) {
         int64_t d = a ? depth.index1[size_t(od)] : depth.index0[size_t(od)];
@@ -144,7 +144,8 @@ void backward_typed(const T* grad_out, T* grad_x, const InterpolateGeometry& g) 
     const int64_t* w1 = width.index1.data();
     const T* l0 = width.lambda0.data();
     const T* l1 = width.lambda1.data();
-    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(out_plane * 4 + in_plane, 1));
+    int64_t grain =
+        std::max<int64_t>(1, kGrainSize / std::max<int64_t>(out_plane * 4 + in_plane, 1));
     parallel_for(0, g.planes, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t p = lo; p < hi; ++p) {
             T* plane = grad_x + p * in_plane;
@@ -221,8 +222,8 @@ void linear_slice_forward(const T* x, T* y, const LinearAxes<T>& a, int64_t in_w
         bool two = h.two_taps;
         const T* first = row(h.index0[size_t(oh)]);
         const T* second = two ? row(h.index1[size_t(oh)]) : first;
-        blend_rows(y + oh * out_w, first, h.lambda0[size_t(oh)], second, h.lambda1[size_t(oh)],
-                   two, out_w);
+        blend_rows(y + oh * out_w, first, h.lambda0[size_t(oh)], second, h.lambda1[size_t(oh)], two,
+                   out_w);
     }
 }
 
@@ -278,31 +279,34 @@ void linear_forward_typed(const T* x, T* y, const InterpolateGeometry& g) {
     LinearAxes<T> a{make_axis<T>(g, 0), make_axis<T>(g, 1), make_axis<T>(g, 2)};
     const int64_t in_slice = g.in[1] * g.in[2], out_slice = g.out[1] * g.out[2];
     const bool depth_two = a.depth.two_taps;
-    for_each_linear_unit<T>(g, depth_two, [&](int64_t lo, int64_t hi, std::vector<T>& rows,
-                                               std::vector<char>& done, std::vector<T>& slab,
-                                               std::vector<char>& slab_done) {
-        for (int64_t u = lo; u < hi; ++u) {
-            if (!depth_two) {  // D is copied: u is one (plane, d) slice
-                linear_slice_forward(x + u * in_slice, y + u * out_slice, a, g.in[2], rows, done);
-                continue;
+    for_each_linear_unit<T>(
+        g, depth_two,
+        [&](int64_t lo, int64_t hi, std::vector<T>& rows, std::vector<char>& done,
+            std::vector<T>& slab, std::vector<char>& slab_done) {
+            for (int64_t u = lo; u < hi; ++u) {
+                if (!depth_two) {  // D is copied: u is one (plane, d) slice
+                    linear_slice_forward(x + u * in_slice, y + u * out_slice, a, g.in[2], rows,
+                                         done);
+                    continue;
+                }
+                const T* plane = x + u * g.in[0] * in_slice;
+                std::fill(slab_done.begin(), slab_done.end(), 0);
+                auto slice = [&](int64_t d) {
+                    T* s = slab.data() + d * out_slice;
+                    if (!slab_done[size_t(d)])
+                        linear_slice_forward(plane + d * in_slice, s, a, g.in[2], rows, done);
+                    slab_done[size_t(d)] = 1;
+                    return s;
+                };
+                for (int64_t od = 0; od < g.out[0]; ++od) {
+                    const T* first = slice(a.depth.index0[size_t(od)]);
+                    const T* second = slice(a.depth.index1[size_t(od)]);
+                    blend_rows(y + (u * g.out[0] + od) * out_slice, first,
+                               a.depth.lambda0[size_t(od)], second, a.depth.lambda1[size_t(od)],
+                               true, out_slice);
+                }
             }
-            const T* plane = x + u * g.in[0] * in_slice;
-            std::fill(slab_done.begin(), slab_done.end(), 0);
-            auto slice = [&](int64_t d) {
-                T* s = slab.data() + d * out_slice;
-                if (!slab_done[size_t(d)])
-                    linear_slice_forward(plane + d * in_slice, s, a, g.in[2], rows, done);
-                slab_done[size_t(d)] = 1;
-                return s;
-            };
-            for (int64_t od = 0; od < g.out[0]; ++od) {
-                const T* first = slice(a.depth.index0[size_t(od)]);
-                const T* second = slice(a.depth.index1[size_t(od)]);
-                blend_rows(y + (u * g.out[0] + od) * out_slice, first, a.depth.lambda0[size_t(od)],
-                           second, a.depth.lambda1[size_t(od)], true, out_slice);
-            }
-        }
-    });
+        });
 }
 
 template <typename T>
@@ -310,38 +314,39 @@ void linear_backward_typed(const T* grad_out, T* grad_x, const InterpolateGeomet
     LinearAxes<T> a{make_axis<T>(g, 0), make_axis<T>(g, 1), make_axis<T>(g, 2)};
     const int64_t in_slice = g.in[1] * g.in[2], out_slice = g.out[1] * g.out[2];
     const bool depth_two = a.depth.two_taps;
-    for_each_linear_unit<T>(g, depth_two, [&](int64_t lo, int64_t hi, std::vector<T>& rows,
-                                               std::vector<char>& done, std::vector<T>& slab,
-                                               std::vector<char>& slab_done) {
-        for (int64_t u = lo; u < hi; ++u) {
-            int64_t depth = depth_two ? g.in[0] : 1;
-            T* plane = grad_x + u * depth * in_slice;
-            std::fill(plane, plane + depth * in_slice, T(0));
-            if (!depth_two) {
-                linear_slice_backward(grad_out + u * out_slice, plane, a, g.in[2], rows, done);
-                continue;
+    for_each_linear_unit<T>(
+        g, depth_two,
+        [&](int64_t lo, int64_t hi, std::vector<T>& rows, std::vector<char>& done,
+            std::vector<T>& slab, std::vector<char>& slab_done) {
+            for (int64_t u = lo; u < hi; ++u) {
+                int64_t depth = depth_two ? g.in[0] : 1;
+                T* plane = grad_x + u * depth * in_slice;
+                std::fill(plane, plane + depth * in_slice, T(0));
+                if (!depth_two) {
+                    linear_slice_backward(grad_out + u * out_slice, plane, a, g.in[2], rows, done);
+                    continue;
+                }
+                // D stage transposed: slab[d] += lambda * grad_out[od], then each slice's H and W.
+                std::fill(slab_done.begin(), slab_done.end(), 0);
+                auto slice = [&](int64_t d) {
+                    T* s = slab.data() + d * out_slice;
+                    if (!slab_done[size_t(d)]) std::fill(s, s + out_slice, T(0));
+                    slab_done[size_t(d)] = 1;
+                    return s;
+                };
+                for (int64_t od = 0; od < g.out[0]; ++od) {
+                    const T* go = grad_out + (u * g.out[0] + od) * out_slice;
+                    add_scaled(slice(a.depth.index0[size_t(od)]), go, a.depth.lambda0[size_t(od)],
+                               out_slice);
+                    add_scaled(slice(a.depth.index1[size_t(od)]), go, a.depth.lambda1[size_t(od)],
+                               out_slice);
+                }
+                for (int64_t d = 0; d < g.in[0]; ++d)
+                    if (slab_done[size_t(d)])
+                        linear_slice_backward(slab.data() + d * out_slice, plane + d * in_slice, a,
+                                              g.in[2], rows, done);
             }
-            // D stage transposed: slab[d] += lambda * grad_out[od], then each slice's H and W.
-            std::fill(slab_done.begin(), slab_done.end(), 0);
-            auto slice = [&](int64_t d) {
-                T* s = slab.data() + d * out_slice;
-                if (!slab_done[size_t(d)]) std::fill(s, s + out_slice, T(0));
-                slab_done[size_t(d)] = 1;
-                return s;
-            };
-            for (int64_t od = 0; od < g.out[0]; ++od) {
-                const T* go = grad_out + (u * g.out[0] + od) * out_slice;
-                add_scaled(slice(a.depth.index0[size_t(od)]), go, a.depth.lambda0[size_t(od)],
-                           out_slice);
-                add_scaled(slice(a.depth.index1[size_t(od)]), go, a.depth.lambda1[size_t(od)],
-                           out_slice);
-            }
-            for (int64_t d = 0; d < g.in[0]; ++d)
-                if (slab_done[size_t(d)])
-                    linear_slice_backward(slab.data() + d * out_slice, plane + d * in_slice, a,
-                                          g.in[2], rows, done);
-        }
-    });
+        });
 }
 
 }  // namespace
@@ -349,14 +354,13 @@ void linear_backward_typed(const T* grad_out, T* grad_x, const InterpolateGeomet
 void interpolate_forward(const StridedView& x, const StridedView& y,
                          const InterpolateGeometry& geometry) {
     if (y.numel() == 0) return;
-    dispatch_floating(x.dtype, "interpolate",
-                      [&]<typename T>() {
-                          if (geometry.mode == InterpolateMode::linear) {
-                              linear_forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
-                          } else {
-                              forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
-                          }
-                      });
+    dispatch_floating(x.dtype, "interpolate", [&]<typename T>() {
+        if (geometry.mode == InterpolateMode::linear) {
+            linear_forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
+        } else {
+            forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
+        }
+    });
 }
 
 void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,

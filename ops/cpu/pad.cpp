@@ -125,9 +125,8 @@ void scatter_backward_typed(const T* grad_out, T* grad_x, const PadGeometry& g) 
 
 void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& geometry) {
     if (y.numel() == 0) return;
-    dispatch_numeric_bool(x.dtype, "pad", [&]<typename T>() {
-        forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry);
-    });
+    dispatch_numeric_bool(
+        x.dtype, "pad", [&]<typename T>() { forward_typed<T>(x.ptr<T>(), y.ptr<T>(), geometry); });
 }
 
 void pad_backward(const StridedView& grad_out, const StridedView& grad_x,

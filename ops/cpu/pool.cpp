@@ -77,7 +77,9 @@ Windows adaptive_cells(const PoolGeometry& g) {
     return windows;
 }
 
-int64_t count(const Window& w) { return w.end > w.begin ? (w.end - w.begin + w.step - 1) / w.step : 0; }
+int64_t count(const Window& w) {
+    return w.end > w.begin ? (w.end - w.begin + w.step - 1) / w.step : 0;
+}
 
 // Output elements read per window, on average, to size the parallel grain.
 int64_t window_work(const Windows& windows) {
@@ -90,7 +92,8 @@ int64_t window_work(const Windows& windows) {
 template <typename Row>
 void for_each_output_row(const PoolGeometry& g, int64_t work_per_output, const Row& row) {
     int64_t rows = g.planes * g.out[0] * g.out[1];
-    int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.out[2] * work_per_output, 1));
+    int64_t grain =
+        std::max<int64_t>(1, kGrainSize / std::max<int64_t>(g.out[2] * work_per_output, 1));
     parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r)
             row(r / (g.out[0] * g.out[1]), r / g.out[1] % g.out[0], r % g.out[1]);
@@ -189,8 +192,8 @@ void avg_forward_typed(const T* x, T* y, const PoolGeometry& g, const Windows& w
 }
 
 template <typename T>
-void avg_backward_typed(const T* grad_out, T* grad_x, const PoolGeometry& g,
-                        const Windows& windows, bool count_include_pad, int64_t divisor_override) {
+void avg_backward_typed(const T* grad_out, T* grad_x, const PoolGeometry& g, const Windows& windows,
+                        bool count_include_pad, int64_t divisor_override) {
     const int64_t height = g.in[1], width = g.in[2];
     int64_t work = out_plane(g) * window_work(windows) + in_plane(g);
     for_each_plane(g, work, [&](int64_t p) {
@@ -204,8 +207,7 @@ void avg_backward_typed(const T* grad_out, T* grad_x, const PoolGeometry& g,
                 for (int64_t ow = 0; ow < g.out[2]; ++ow, ++go) {
                     const Window& ww = windows[2][size_t(ow)];
                     if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) continue;
-                    T share = *go / T(divisor_of(wd, wh, ww, count_include_pad,
-                                                    divisor_override));
+                    T share = *go / T(divisor_of(wd, wh, ww, count_include_pad, divisor_override));
                     for (int64_t d = wd.begin; d < wd.end; ++d) {
                         for (int64_t h = wh.begin; h < wh.end; ++h) {
                             T* row = plane + (d * height + h) * width;
@@ -316,7 +318,8 @@ void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& 
         const T* go = grad_out.ptr<T>();
         T* gx = grad_x.ptr<T>();
         const int64_t n = in_plane(g);
-        for_each_plane(g, n, [&](int64_t p) { std::fill(gx + p * n, gx + (p + 1) * n, go[p] / T(n)); });
+        for_each_plane(g, n,
+                       [&](int64_t p) { std::fill(gx + p * n, gx + (p + 1) * n, go[p] / T(n)); });
     });
 }
 

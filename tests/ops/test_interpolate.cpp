@@ -25,8 +25,8 @@ Tap reference_tap(const std::string& mode, int64_t o, int64_t in, int64_t out, b
     Tap tap;
     if (mode == "nearest" || mode == "nearest-exact") {
         float scale = scale_factor > 0 ? float(1.0 / scale_factor) : float(in) / float(out);
-        double position = mode == "nearest" ? double(float(o) * scale)
-                                            : double(float((o + 0.5) * double(scale)));
+        double position =
+            mode == "nearest" ? double(float(o) * scale) : double(float((o + 0.5) * double(scale)));
         if (mode == "nearest" && (out == in || out == 2 * in)) position = double(o * in / out);
         tap.index0 = tap.index1 = std::min(int64_t(std::floor(position)), in - 1);
         return tap;
@@ -46,8 +46,8 @@ Tap reference_tap(const std::string& mode, int64_t o, int64_t in, int64_t out, b
 }
 
 // y[b, c, o...] = sum over corners of prod(lambda) * x[b, c, index...], naively.
-std::vector<double> reference(const Tensor& x, const Dims& out, const std::string& mode,
-                              bool align, const std::vector<double>& scale_factor = {}) {
+std::vector<double> reference(const Tensor& x, const Dims& out, const std::string& mode, bool align,
+                              const std::vector<double>& scale_factor = {}) {
     int spatial = int(x.ndim()) - 2;
     std::vector<double> values = x.to_vector<double>(), result;
     Dims in(x.shape().begin() + 2, x.shape().end());
@@ -132,12 +132,18 @@ TEST_CASE("interpolate: every mode matches a naive reference", "[ops][interpolat
         std::string mode;
     };
     std::vector<Case> cases = {
-        {{2, 3, 7}, {15}, "linear"},           {{2, 3, 9}, {4}, "linear"},
-        {{2, 3, 7, 5}, {15, 8}, "bilinear"},   {{1, 2, 9, 6}, {4, 11}, "bilinear"},
-        {{2, 2, 5, 1}, {5, 3}, "bilinear"},    {{1, 2, 3, 4, 5}, {5, 7, 4}, "trilinear"},
-        {{2, 1, 4, 3, 2}, {2, 3, 5}, "trilinear"}, {{2, 3, 7, 5}, {14, 10}, "nearest"},
-        {{2, 3, 7, 5}, {5, 12}, "nearest"},    {{1, 2, 3, 4, 5}, {7, 3, 6}, "nearest"},
-        {{2, 3, 11}, {4}, "nearest"},          {{2, 3, 7, 5}, {9, 3}, "nearest-exact"},
+        {{2, 3, 7}, {15}, "linear"},
+        {{2, 3, 9}, {4}, "linear"},
+        {{2, 3, 7, 5}, {15, 8}, "bilinear"},
+        {{1, 2, 9, 6}, {4, 11}, "bilinear"},
+        {{2, 2, 5, 1}, {5, 3}, "bilinear"},
+        {{1, 2, 3, 4, 5}, {5, 7, 4}, "trilinear"},
+        {{2, 1, 4, 3, 2}, {2, 3, 5}, "trilinear"},
+        {{2, 3, 7, 5}, {14, 10}, "nearest"},
+        {{2, 3, 7, 5}, {5, 12}, "nearest"},
+        {{1, 2, 3, 4, 5}, {7, 3, 6}, "nearest"},
+        {{2, 3, 11}, {4}, "nearest"},
+        {{2, 3, 7, 5}, {9, 3}, "nearest-exact"},
     };
     for (const Case& c : cases) {
         Tensor base = random_input(c.shape, 21);
@@ -209,20 +215,29 @@ TEST_CASE("interpolate: errors name the op and the bad values", "[ops][interpola
     require_error([&] { interpolate(x); }, {"[interpolate]", "either size or scale_factor"});
     require_error([&] { interpolate(x, {8}, {}, "trilinear"); },
                   {"[interpolate]", "trilinear", "5-D", "[1, 2, 4, 4]"});
-    require_error([&] { interpolate(zeros({1, 2, 4}), {8}, {}, "bilinear"); },
-                  {"[interpolate]", "bilinear", "4-D"});
+    require_error(
+        [&] {
+            interpolate(zeros({1, 2, 4}), {8}, {}, "bilinear");
+        },
+        {"[interpolate]", "bilinear", "4-D"});
     require_error([&] { interpolate(x, {8}, {}, "nearest", true); },
                   {"[interpolate]", "align_corners", "nearest"});
-    require_error([&] { interpolate(x, {8, 8, 8}, {}, "bilinear"); },
-                  {"[interpolate]", "size", "1 or 2", "[8, 8, 8]"});
+    require_error(
+        [&] {
+            interpolate(x, {8, 8, 8}, {}, "bilinear");
+        },
+        {"[interpolate]", "size", "1 or 2", "[8, 8, 8]"});
     require_error([&] { interpolate(x, {8}, {}, "bicubic"); }, {"[interpolate]", "bicubic"});
     require_error([&] { interpolate(zeros({4, 4}), {8}); }, {"[interpolate]", "[4, 4]"});
     require_error([&] { interpolate(x, {0, 3}); }, {"[interpolate]", "positive", "[0, 3]"});
     require_error([&] { interpolate(x, {}, {0.1}); }, {"[interpolate]", "positive"});
     require_error([&] { interpolate(x, {8}, {}, "nearest", std::nullopt, true); },
                   {"[interpolate]", "recompute_scale_factor"});
-    require_error([&] { interpolate(arange(0, 16).reshape({1, 1, 4, 4}), {8}); },
-                  {"[interpolate]", "int64"});
+    require_error(
+        [&] {
+            interpolate(arange(0, 16).reshape({1, 1, 4, 4}), {8});
+        },
+        {"[interpolate]", "int64"});
 }
 
 TEST_CASE("interpolate: the PyTorch oracle vectors pass with their tolerances",
@@ -233,5 +248,64 @@ TEST_CASE("interpolate: the PyTorch oracle vectors pass with their tolerances",
         cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
         INFO(cli::format_result(result));
         CHECK(result.passed);
+    }
+}
+
+TEST_CASE("pool, interpolate and pad: results do not depend on the thread count",
+          "[ops][interpolate][pool][pad]") {
+    // Shapes large enough to be split across threads (forward by rows, backward by planes).
+    Tensor x4 = random_input({4, 16, 33, 29}, 61), x5 = random_input({2, 8, 9, 17, 15}, 62);
+    std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> ops = {
+        {"bilinear",
+         [&](const Tensor& t) {
+             return interpolate(t, {61, 45}, {}, "bilinear", false);
+         }},
+        {"trilinear",
+         [&](const Tensor& t) {
+             return interpolate(t, {17, 9, 30}, {}, "trilinear", true);
+         }},
+        {"nearest",
+         [&](const Tensor& t) {
+             return interpolate(t, {50, 20});
+         }},
+        {"max_pool2d", [&](const Tensor& t) { return max_pool2d(t, {3}, {2}, {1}); }},
+        {"avg_pool3d", [&](const Tensor& t) { return avg_pool3d(t, {3}, {2}, {1}, true, false); }},
+        {"adaptive_avg_pool2d",
+         [&](const Tensor& t) {
+             return adaptive_avg_pool2d(t, {7, 5});
+         }},
+        {"adaptive_max_pool3d",
+         [&](const Tensor& t) {
+             return adaptive_max_pool3d(t, {4, 5, 6});
+         }},
+        {"pad reflect",
+         [&](const Tensor& t) {
+             return pad(t, {3, 2, 1, 4}, "reflect");
+         }},
+        {"pad constant",
+         [&](const Tensor& t) {
+             return pad(t, {3, -2, 1, 4}, "constant", 1.5);
+         }},
+    };
+    int threads = get_num_threads();
+    for (auto& [name, op] : ops) {
+        for (const Tensor& x : {x4, x5}) {
+            bool three_d =
+                name == "trilinear" || name == "avg_pool3d" || name == "adaptive_max_pool3d";
+            if (three_d != (x.ndim() == 5)) continue;
+            INFO(name);
+            std::vector<Tensor> results;
+            for (int count : {1, 2}) {
+                set_num_threads(count);
+                Tensor leaf = x.to(DType::float32).requires_grad_();
+                Tensor y = op(leaf);
+                y.backward(full_like(y, 0.5));
+                results.push_back(y);
+                results.push_back(leaf.grad());
+            }
+            set_num_threads(threads);
+            require_close(results[2], results[0], 0, 0);
+            require_close(results[3], results[1], 0, 0);
+        }
     }
 }

@@ -133,18 +133,30 @@ TEST_CASE("pad: errors name the op and the bad values", "[ops][pad]") {
     require_error([&] { pad(x, {1, 2, 3}); }, {"[pad]", "pairs", "[1, 2, 3]"});
     require_error([&] { pad(zeros({3}), {1, 1, 1, 1}); }, {"[pad]", "4 values", "[3]"});
     require_error([&] { pad(x, {1, 1}, "wrap"); }, {"[pad]", "unknown mode 'wrap'"});
-    require_error([&] { pad(x, {5, 1, 0, 0}, "reflect"); },
-                  {"[pad]", "reflect", "(5, 1)", "dim 3 of size 5"});
-    require_error([&] { pad(x, {0, 0, 1, 4}, "reflect"); },
-                  {"[pad]", "reflect", "(1, 4)", "dim 2 of size 4"});
+    require_error(
+        [&] {
+            pad(x, {5, 1, 0, 0}, "reflect");
+        },
+        {"[pad]", "reflect", "(5, 1)", "dim 3 of size 5"});
+    require_error(
+        [&] {
+            pad(x, {0, 0, 1, 4}, "reflect");
+        },
+        {"[pad]", "reflect", "(1, 4)", "dim 2 of size 4"});
     require_error([&] { pad(x, {6, 0, 0, 0}, "circular"); }, {"[pad]", "circular", "(6, 0)"});
     require_error([&] { pad(x, {1, 1, 1, 1}, "reflect", 2.0); }, {"[pad]", "takes no value", "2"});
-    require_error([&] { pad(zeros({4, 5}), {1, 1, 1, 1}, "replicate"); },
-                  {"[pad]", "replicate", "(C, spatial...)", "[4, 5]"});
+    require_error(
+        [&] {
+            pad(zeros({4, 5}), {1, 1, 1, 1}, "replicate");
+        },
+        {"[pad]", "replicate", "(C, spatial...)", "[4, 5]"});
     require_error([&] { pad(x, {1, 1, 1, 1, 1, 1, 1, 1}, "reflect"); }, {"[pad]", "8 pad values"});
     require_error([&] { pad(x, {-3, -3}); }, {"[pad]", "negative size -1"});
-    require_error([&] { pad(arange(0, 5).reshape({1, 5}), {1, 1}, "reflect"); },
-                  {"[pad]", "int64"});
+    require_error(
+        [&] {
+            pad(arange(0, 5).reshape({1, 5}), {1, 1}, "reflect");
+        },
+        {"[pad]", "int64"});
 }
 
 TEST_CASE("pad: the PyTorch oracle vector passes with its tolerances", "[ops][pad][oracle]") {

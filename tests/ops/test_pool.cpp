@@ -86,7 +86,7 @@ std::pair<std::vector<double>, std::vector<double>> naive_pool(const Tensor& x, 
                         indices.push_back(double(best_at));
                         continue;
                     }
-                    int64_t divisor = args.divisor ? args.divisor
+                    int64_t divisor = args.divisor             ? args.divisor
                                       : args.count_include_pad ? td.padded * th.padded * tw.padded
                                                                : count;
                     result.push_back(count ? total / double(divisor) : 0.0);
@@ -139,12 +139,11 @@ void check_window_pool(const Tensor& x, int spatial, bool max, const PoolArgs& a
         Tensor input = x.to(dtype);
         Tensor y;
         if (max) {
-            ValuesIndices r = spatial == 2 ? max_pool2d_with_indices(input, a.kernel, a.stride,
-                                                                     a.padding, a.dilation,
-                                                                     a.ceil_mode)
-                                           : max_pool3d_with_indices(input, a.kernel, a.stride,
-                                                                     a.padding, a.dilation,
-                                                                     a.ceil_mode);
+            ValuesIndices r = spatial == 2
+                                  ? max_pool2d_with_indices(input, a.kernel, a.stride, a.padding,
+                                                            a.dilation, a.ceil_mode)
+                                  : max_pool3d_with_indices(input, a.kernel, a.stride, a.padding,
+                                                            a.dilation, a.ceil_mode);
             y = r.values;
             CHECK(r.indices.dtype() == DType::int64);
             require_close(r.indices, want_indices, 0, 0);
@@ -164,11 +163,13 @@ void check_adaptive(const Tensor& x, int spatial, const Dims& out) {
         return cell_taps(o, x.size(x.ndim() - spatial + i), out[size_t(i)]);
     };
     auto [want_max, want_indices] = naive_pool(x, spatial, out, true, taps, PoolArgs{});
-    auto [want_avg, unused] = naive_pool(x, spatial, out, false, taps, PoolArgs{{}, {}, {}, {}, false, false, 0});
+    auto [want_avg, unused] =
+        naive_pool(x, spatial, out, false, taps, PoolArgs{{}, {}, {}, {}, false, false, 0});
     for (DType dtype : {DType::float64, DType::float32}) {
         Tensor input = x.to(dtype);
         double rtol = dtype == DType::float64 ? 1e-12 : 1e-5;
-        Tensor avg = spatial == 2 ? adaptive_avg_pool2d(input, out) : adaptive_avg_pool3d(input, out);
+        Tensor avg =
+            spatial == 2 ? adaptive_avg_pool2d(input, out) : adaptive_avg_pool3d(input, out);
         ValuesIndices max = spatial == 2 ? adaptive_max_pool2d_with_indices(input, out)
                                          : adaptive_max_pool3d_with_indices(input, out);
         REQUIRE(avg.shape() == with_spatial(x, spatial, out));
@@ -259,8 +260,7 @@ TEST_CASE("adaptive pools match a naive reference, also when upsampling", "[ops]
     require_close(adaptive_avg_pool2d(x2, {1}), mean(x2, {2, 3}, true));
 }
 
-TEST_CASE("max pool backward routes each gradient to its argmax and adds overlaps",
-          "[ops][pool]") {
+TEST_CASE("max pool backward routes each gradient to its argmax and adds overlaps", "[ops][pool]") {
     // The centre is the maximum of all four 2x2 windows.
     Tensor x = tensor({1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 1, 3, 3}).requires_grad_();
     max_pool2d(x, {2}, {1}).backward(ones({1, 1, 2, 2}));
@@ -279,8 +279,11 @@ TEST_CASE("pools: gradients match finite differences", "[ops][pool][gradcheck]")
     for (const Tensor& x : {a, noncontiguous(a), b}) {
         INFO("shape " << text(x.shape()));
         check([](const Tensor& t) { return max_pool2d(t, {3}, {2}, {1}); }, x);
-        check([](const Tensor& t) { return max_pool2d(t, {2, 3}, {1, 2}, {1, 0}, {2, 1}, true); },
-              x);
+        check(
+            [](const Tensor& t) {
+                return max_pool2d(t, {2, 3}, {1, 2}, {1, 0}, {2, 1}, true);
+            },
+            x);
         check([](const Tensor& t) { return avg_pool2d(t, {3}, {2}, {1}, true); }, x);
         check([](const Tensor& t) { return avg_pool2d(t, {3, 2}, {1}, {1}, false, false); }, x);
         check([](const Tensor& t) { return avg_pool2d(t, {2}, {}, {1}, false, true, 3); }, x);
@@ -301,11 +304,16 @@ TEST_CASE("pools: gradients match finite differences", "[ops][pool][gradcheck]")
 
 TEST_CASE("pools: errors name the op and the bad values", "[ops][pool]") {
     Tensor x = zeros({2, 3, 8, 8});
-    require_error([&] { max_pool2d(zeros({8, 8}), {2}); }, {"[max_pool2d]", "(B, C, H, W)", "[8, 8]"});
+    require_error(
+        [&] {
+            max_pool2d(zeros({8, 8}), {2});
+        },
+        {"[max_pool2d]", "(B, C, H, W)", "[8, 8]"});
     require_error([&] { max_pool3d(zeros({3, 8}), {2}); }, {"[max_pool3d]", "[3, 8]"});
     require_error([&] { max_pool2d(x, {0}); }, {"[max_pool2d]", "kernel_size"});
     require_error([&] { max_pool2d(x, {2}, {0}); }, {"[max_pool2d]", "stride [0, 0]"});
-    require_error([&] { max_pool2d(x, {3}, {1}, {2}); }, {"[max_pool2d]", "padding [2, 2]", "half"});
+    require_error([&] { max_pool2d(x, {3}, {1}, {2}); },
+                  {"[max_pool2d]", "padding [2, 2]", "half"});
     require_error([&] { avg_pool2d(x, {2}, {1}, {-1}); }, {"[avg_pool2d]", "padding"});
     require_error([&] { max_pool2d(x, {2, 2, 2}); }, {"[max_pool2d]", "kernel_size", "1 or 2"});
     require_error([&] { max_pool2d(x, {2}, {}, {0}, {0}); }, {"[max_pool2d]", "dilation"});
@@ -314,8 +322,11 @@ TEST_CASE("pools: errors name the op and the bad values", "[ops][pool]") {
                   {"[avg_pool2d]", "divisor_override"});
     require_error([&] { adaptive_avg_pool2d(x, {0, 2}); }, {"[adaptive_avg_pool2d]", "positive"});
     require_error([&] { adaptive_max_pool3d(zeros({2, 3}), {2}); }, {"[adaptive_max_pool3d]"});
-    require_error([&] { max_pool2d(arange(0, 16).reshape({1, 4, 4}), {2}); },
-                  {"[max_pool2d]", "int64"});
+    require_error(
+        [&] {
+            max_pool2d(arange(0, 16).reshape({1, 4, 4}), {2});
+        },
+        {"[max_pool2d]", "int64"});
     require_error([&] { avg_pool2d(zeros({2, 0, 4, 4}), {2}); }, {"[avg_pool2d]", "non-zero"});
 }
 

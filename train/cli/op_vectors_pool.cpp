@@ -20,8 +20,8 @@ using Json = nlohmann::json;
 std::optional<bool> optional_bool(VectorCall& call, const std::string& key) {
     const Json& value = call.config.get(key);
     if (value.is_null()) return std::nullopt;
-    LUMEN_CHECK(value.is_boolean(), call.module, "config '", key, "' must be true, false or null, got ",
-                value.dump());
+    LUMEN_CHECK(value.is_boolean(), call.module, "config '", key,
+                "' must be true, false or null, got ", value.dump());
     return value.get<bool>();
 }
 
@@ -98,8 +98,7 @@ TensorMap adaptive_max_adapter(VectorCall& call, int spatial) {
     const Tensor& x = call.input("input");
     Dims sizes = output_size(call, x, spatial);
     bool return_indices = call.config.get_bool("return_indices", false);
-    auto pool =
-        spatial == 2 ? adaptive_max_pool2d_with_indices : adaptive_max_pool3d_with_indices;
+    auto pool = spatial == 2 ? adaptive_max_pool2d_with_indices : adaptive_max_pool3d_with_indices;
     return values_or_both(pool(x, sizes), return_indices);
 }
 
