@@ -20,7 +20,10 @@ namespace lumen {
 //                 source positions then use 1 / scale_factor (not in / out) unless
 //                 recompute_scale_factor is true.
 // mode:
-//   "nearest"       PyTorch's legacy nearest: src = min(floor(dst * scale), in - 1)
+//   "nearest"       PyTorch's legacy nearest: src = min(floor(dst * scale), in - 1), with
+//                   scale = in / out (or 1 / scale_factor) in x's dtype, as PyTorch's NCHW
+//                   kernel (its channels-last kernel, used for C == 1, rounds the scale to
+//                   float, so float64 results may differ there in rare cases)
 //   "nearest-exact" src = min(floor((dst + 0.5) * scale), in - 1)
 //   "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D): separable linear blend of the two
 //                   neighbours of src = dst * (in - 1) / (out - 1) when align_corners, else

@@ -25,10 +25,11 @@ struct InterpolateGeometry {
 };
 
 // y (planes, outD, outH, outW) from x (planes, D, H, W), both contiguous float32/float64,
-// with PyTorch's source-index formulas (UpSample.h): nearest picks
-// min(floor(o * scale), in - 1) in float arithmetic, nearest-exact min(floor((o + 0.5) * scale),
-// in - 1); linear blends the two neighbours of the source position o * (in - 1) / (out - 1)
-// (align_corners) or max((o + 0.5) * scale - 0.5, 0), per dim.
+// with PyTorch's source-index formulas (UpSample.h, UpSampleKernel.cpp): nearest picks
+// min(floor(o * scale), in - 1), nearest-exact min(floor((o + 0.5) * scale), in - 1), the
+// scale in the tensor's dtype and the position rounded to float; linear blends the two neighbours
+// of the source position o * (in - 1) / (out - 1) (align_corners) or max((o + 0.5) * scale - 0.5,
+// 0), per dim.
 void interpolate_forward(const StridedView& x, const StridedView& y,
                          const InterpolateGeometry& geometry);
 // grad_x = 0, then every grad_out element is added to the inputs it was made from, with the

@@ -23,16 +23,16 @@ struct Axis {
     bool two_taps = false;  // a linear dim that actually resamples (in != out)
 };
 
-// PyTorch's legacy nearest (and nearest-exact): the scale is float whatever the dtype, and
-// out == in or out == 2 in are special-cased to avoid float error.
+// PyTorch's NCHW nearest kernels (HelperInterpNearest[Exact]): the scale is in the tensor's
+// dtype, and the source position goes through float before the floor. Checked against
+// PyTorch 1.13 for sizes 1-40 -> 1-50 and several scale factors, float32 and float64.
+// (PyTorch's channels-last kernel, which it also picks for C == 1, keeps the scale in float,
+// so float64 inputs with C == 1 can differ there in rare rounding cases.)
+template <typename T>
 int64_t nearest_index(int64_t o, int64_t in, int64_t out, double scale_factor, bool exact) {
-    float scale = scale_factor > 0 ? float(1.0 / scale_factor) : float(in) / float(out);
-    if (exact) {
-        return std::min(int64_t(std::floor(float((double(o) + 0.5) * scale))), in - 1);
-    }
-    if (out == in) return o;
-    if (out == 2 * in) return o >> 1;
-    return std::min(int64_t(std::floor(float(o) * scale)), in - 1);
+    T scale = scale_factor > 0 ? T(1.0 / scale_factor) : T(in) / T(out);
+    float source = exact ? float((double(o) + 0.5) * double(scale)) : float(T(scale * T(o)));
+    return std::min(int64_t(std::floor(source)), in - 1);
 }
 
 // area_pixel_compute_scale and compute_source_index_and_lambda, with T as opmath type.
@@ -76,7 +76,7 @@ Axis<T> make_axis(const InterpolateGeometry& g, int dim) {
     Axis<T> axis;
     bool exact = g.mode == InterpolateMode::nearest_exact;
     for (int64_t o = 0; o < out; ++o) {
-        axis.index0.push_back(nearest_index(o, in, out, g.scale_factor[dim], exact));
+        axis.index0.push_back(nearest_index<T>(o, in, out, g.scale_factor[dim], exact));
         axis.lambda0.push_back(T(1));
     }
     axis.index1 = axis.index0;

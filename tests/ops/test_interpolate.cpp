@@ -24,10 +24,9 @@ Tap reference_tap(const std::string& mode, int64_t o, int64_t in, int64_t out, b
                   double scale_factor) {
     Tap tap;
     if (mode == "nearest" || mode == "nearest-exact") {
-        float scale = scale_factor > 0 ? float(1.0 / scale_factor) : float(in) / float(out);
-        double position =
-            mode == "nearest" ? double(float(o) * scale) : double(float((o + 0.5) * double(scale)));
-        if (mode == "nearest" && (out == in || out == 2 * in)) position = double(o * in / out);
+        // The float64 form of PyTorch's NCHW kernel: scale in double, position through float.
+        double scale = scale_factor > 0 ? 1.0 / scale_factor : double(in) / double(out);
+        float position = mode == "nearest" ? float(scale * double(o)) : float((o + 0.5) * scale);
         tap.index0 = tap.index1 = std::min(int64_t(std::floor(position)), in - 1);
         return tap;
     }
@@ -94,9 +93,11 @@ TEST_CASE("interpolate: hand-computed values match PyTorch", "[ops][interpolate]
     require_close(interpolate(ramp, {}, {1.7}), {0, 0, 1, 1, 2, 2});
     require_close(run(ramp, {6}, "nearest-exact"), {0, 1, 1, 2, 3, 3});
     require_close(run(ramp, {3}, "area"), {0.5, 1.5, 2.5});
-    // PyTorch computes the nearest scale in float: 11 * float(26 / 22) < 13, so index 12.
+    // The nearest scale has the input's precision: 11 * (26 / 22) is 13 in double but just
+    // under 13 in float, so PyTorch picks input 13 for float64 and 12 for float32.
     Tensor long_ramp = arange(0, 26, 1, DType::float64).reshape({1, 1, 26});
-    CHECK(run(long_ramp, {22}, "nearest").at<double>({0, 0, 11}) == 12.0);
+    CHECK(run(long_ramp, {22}, "nearest").at<double>({0, 0, 11}) == 13.0);
+    CHECK(run(long_ramp.to(DType::float32), {22}, "nearest").at<double>({0, 0, 11}) == 12.0);
     // linear, half-pixel: 2 -> 4 gives src -0.25 (clamped), 0.25, 0.75, 1.25.
     Tensor pair = tensor({1, 3}, {1, 1, 2});
     require_close(run(pair, {4}, "linear"), {1, 1.5, 2.5, 3});
