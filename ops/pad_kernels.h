@@ -1,0 +1,36 @@
+// Internal: the CPU kernels of pad (constant, reflect, replicate, circular over any number of
+// trailing dims). No CUDA kernels yet.
+#pragma once
+
+#include <cstdint>
+
+#include "core/shape.h"
+#include "core/strided.h"
+
+namespace lumen::cpu {
+
+enum class PadMode { constant, reflect, replicate, circular };
+
+// x viewed as (outer, in[0], ..., in[dims - 1]) and y as (outer, out[0], ..., out[dims - 1]),
+// both contiguous. Along padded dim j, output o comes from input position o - before[j]
+// (before may be negative: a crop), mapped into the input by the mode when it falls outside:
+// constant -> `value`; reflect -> mirrored without repeating the edge (needs before, after <
+// in); replicate -> the nearest edge; circular -> wrapped around (needs before, after <= in).
+struct PadGeometry {
+    int64_t outer = 1;
+    int dims = 0;
+    int64_t in[kMaxDims] = {};
+    int64_t out[kMaxDims] = {};
+    int64_t before[kMaxDims] = {};
+    PadMode mode = PadMode::constant;
+    double value = 0.0;
+};
+
+// y = pad(x), any numeric or bool dtype, y of x's dtype.
+void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& geometry);
+// grad_x (shape of x) = the sum of grad_out over the outputs each input was copied to
+// (constant mode: a crop of grad_out, with zeros where x was cropped away); float32/float64.
+void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
+                  const PadGeometry& geometry);
+
+}  // namespace lumen::cpu

@@ -1,0 +1,54 @@
+// Internal: the CPU kernels of max, average and adaptive pooling (2-D and 3-D alike). A 2-D
+// pool is a 3-D pool with depth 1 and a kernel depth of 1. No CUDA kernels yet.
+#pragma once
+
+#include <cstdint>
+
+#include "core/strided.h"
+
+namespace lumen::cpu {
+
+// A pooling problem as the kernels see it: `planes` independent (D, H, W) volumes, stored
+// contiguously one after the other (planes = N * C, or C for an unbatched input). kernel,
+// stride, padding and dilation are per spatial dim (D, H, W); the adaptive pools ignore them.
+struct PoolGeometry {
+    int64_t planes = 1;
+    int64_t in[3] = {1, 1, 1};
+    int64_t out[3] = {1, 1, 1};
+    int64_t kernel[3] = {1, 1, 1};
+    int64_t stride[3] = {1, 1, 1};
+    int64_t padding[3] = {0, 0, 0};
+    int64_t dilation[3] = {1, 1, 1};
+};
+
+// All views are contiguous: x and grad_x (planes, D, H, W); y, grad_out and indices
+// (planes, outD, outH, outW). Values are float32 or float64 (all the same dtype); indices are
+// int64, the flat position (d * H + h) * W + w of the chosen element inside its plane, as in
+// PyTorch. NaN counts as larger than everything.
+
+// y = max over each (dilated, zero-padding-free) window; indices = its position.
+void max_pool_forward(const StridedView& x, const StridedView& y, const StridedView& indices,
+                      const PoolGeometry& geometry);
+// y = max over the adaptive cells [floor(i * in / out), ceil((i + 1) * in / out)) per dim.
+void adaptive_max_pool_forward(const StridedView& x, const StridedView& y,
+                               const StridedView& indices, const PoolGeometry& geometry);
+// grad_x = 0, then grad_x[plane, indices[o]] += grad_out[o] (max and adaptive max pools).
+void max_pool_backward(const StridedView& grad_out, const StridedView& indices,
+                       const StridedView& grad_x, const PoolGeometry& geometry);
+
+// y = sum over the window / divisor. The divisor is divisor_override when it is not 0, else the
+// window size clipped to the padded input (count_include_pad) or to the input itself.
+void avg_pool_forward(const StridedView& x, const StridedView& y, const PoolGeometry& geometry,
+                      bool count_include_pad, int64_t divisor_override);
+// grad_x = 0, then every input of a window gets grad_out / divisor.
+void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
+                       const PoolGeometry& geometry, bool count_include_pad,
+                       int64_t divisor_override);
+
+// y = mean over the adaptive cells; backward spreads grad_out / cell size over each cell.
+void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
+                               const PoolGeometry& geometry);
+void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
+                                const PoolGeometry& geometry);
+
+}  // namespace lumen::cpu
