@@ -1,6 +1,7 @@
 // Where a tensor lives: Device::cpu() or Device::cuda(i).
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 

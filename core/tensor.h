@@ -5,6 +5,7 @@
 // nodes whose backward needs ops (expand's backward is a sum).
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
