@@ -20,11 +20,10 @@ Tensor noncontiguous(const Tensor& x) {
         Tensor stored = x.transpose(-1, -2).contiguous();
         return stored.transpose(-1, -2);
     }
-    Shape doubled = x.shape();
-    if (doubled.empty()) return x.clone();
-    doubled[0] *= 2;
-    Tensor wide = zeros(doubled, x.dtype());
-    Tensor every_other = wide.slice(0, 0, doubled[0], 2);
+    if (x.ndim() == 0) return x.clone();
+    int64_t doubled = 2 * x.shape()[0];  // 1-D: every other element of a buffer twice as long
+    Tensor wide = zeros({doubled}, x.dtype());
+    Tensor every_other = wide.slice(0, 0, doubled, 2);
     every_other.copy_(x);
     return every_other;
 }
