@@ -363,12 +363,5 @@ TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]
 }
 
 TEST_CASE("conv: the PyTorch oracle vectors pass with their tolerances", "[ops][conv][oracle]") {
-    for (const char* name :
-         {"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise", "conv2d_patch",
-          "conv2d_strided_dilated", "conv3d", "conv_transpose2d", "conv_transpose3d"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise", "conv2d_patch", "conv2d_strided_dilated", "conv3d", "conv_transpose2d", "conv_transpose3d"});
 }

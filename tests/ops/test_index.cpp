@@ -27,20 +27,6 @@ Tensor random_index(const Shape& shape, int64_t high, uint64_t seed) {
     return from_vector(values, shape);
 }
 
-Shape unravel(int64_t linear, const Shape& shape) {
-    Shape coords(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-        coords[d] = linear % shape[d];
-        linear /= shape[d];
-    }
-    return coords;
-}
-
-int64_t ravel(const Shape& coords, const Shape& shape) {
-    int64_t linear = 0;
-    for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + coords[d];
-    return linear;
-}
 
 std::vector<double> gather_reference(const Tensor& x, int64_t dim, const Tensor& index) {
     std::vector<double> xs = x.to_vector<double>(), out;
@@ -300,10 +286,5 @@ TEST_CASE("index ops: bad indices and shapes throw naming the values", "[ops][in
 }
 
 TEST_CASE("index ops: oracle vectors pass", "[ops][index]") {
-    for (std::string name : {"embedding", "gather"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"embedding", "gather"});
 }

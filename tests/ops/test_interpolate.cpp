@@ -243,13 +243,7 @@ TEST_CASE("interpolate: errors name the op and the bad values", "[ops][interpola
 
 TEST_CASE("interpolate: the PyTorch oracle vectors pass with their tolerances",
           "[ops][interpolate][oracle]") {
-    for (const char* name : {"interp_bilinear_ac0", "interp_bilinear_ac1", "interp_nearest",
-                             "interp_trilinear_ac0", "interp_trilinear_ac1"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"interp_bilinear_ac0", "interp_bilinear_ac1", "interp_nearest", "interp_trilinear_ac0", "interp_trilinear_ac1"});
 }
 
 TEST_CASE("pool, interpolate and pad: results do not depend on the thread count",

@@ -13,20 +13,6 @@ using namespace lumen::testing;
 
 namespace {
 
-Shape unravel(int64_t linear, const Shape& shape) {
-    Shape coords(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-        coords[d] = linear % shape[d];
-        linear /= shape[d];
-    }
-    return coords;
-}
-
-int64_t ravel(const Shape& coords, const Shape& shape) {
-    int64_t linear = 0;
-    for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + coords[d];
-    return linear;
-}
 
 // out[c + shift mod n] = x[c] along each listed dim (shifts of a repeated dim add up).
 std::vector<double> roll_reference(const Tensor& x, const std::vector<int64_t>& shifts,
@@ -216,10 +202,5 @@ TEST_CASE("layout ops: bad arguments throw naming the values", "[ops][layout]") 
 }
 
 TEST_CASE("layout ops: oracle vectors pass", "[ops][layout]") {
-    for (std::string name : {"roll", "cumsum"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"roll", "cumsum"});
 }

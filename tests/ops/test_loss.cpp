@@ -419,10 +419,5 @@ TEST_CASE("losses: bad arguments throw naming the op and the values", "[ops][los
 }
 
 TEST_CASE("losses: the PyTorch oracle vectors pass with their tolerances", "[ops][loss][oracle]") {
-    for (const char* name : {"bce_with_logits", "cross_entropy_seg", "cross_entropy_smooth"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"bce_with_logits", "cross_entropy_seg", "cross_entropy_smooth"});
 }

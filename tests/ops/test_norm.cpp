@@ -334,12 +334,7 @@ TEST_CASE("normalization: errors", "[ops][norm]") {
 }
 
 TEST_CASE("normalization: the PyTorch oracle vectors pass with their tolerances", "[ops][norm][oracle]") {
-    for (const char* name : {"group_norm", "layer_norm", "normalize_l1"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"group_norm", "layer_norm", "normalize_l1"});
 }
 
 TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][norm][oracle]") {

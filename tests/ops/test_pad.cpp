@@ -160,8 +160,5 @@ TEST_CASE("pad: errors name the op and the bad values", "[ops][pad]") {
 }
 
 TEST_CASE("pad: the PyTorch oracle vector passes with its tolerances", "[ops][pad][oracle]") {
-    std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/pad_reflect.safetensors";
-    cli::VectorResult result = cli::check_vector_file(path, "pad_reflect", Device::cpu());
-    INFO(cli::format_result(result));
-    CHECK(result.passed);
+    require_oracle_vectors({"pad_reflect"});
 }

@@ -331,10 +331,5 @@ TEST_CASE("pools: errors name the op and the bad values", "[ops][pool]") {
 }
 
 TEST_CASE("pools: the PyTorch oracle vectors pass with their tolerances", "[ops][pool][oracle]") {
-    for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"});
 }

@@ -400,10 +400,5 @@ TEST_CASE("reductions: bad dims and dtypes name the op and the value", "[ops][re
 }
 
 TEST_CASE("var: the PyTorch oracle vectors pass with their tolerances", "[ops][reduce][oracle]") {
-    for (const char* name : {"var_unbiased"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"var_unbiased"});
 }

@@ -156,10 +156,5 @@ TEST_CASE("softmax: errors name the op, the dtype and the dim", "[ops][softmax]"
 
 TEST_CASE("softmax and log_softmax: the PyTorch oracle vectors pass with their tolerances",
           "[ops][softmax][oracle]") {
-    for (const char* name : {"softmax_last", "softmax_mid", "log_softmax"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
+    require_oracle_vectors({"softmax_last", "softmax_mid", "log_softmax"});
 }

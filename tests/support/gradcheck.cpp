@@ -1,6 +1,8 @@
 // Test helpers; see gradcheck.h.
 #include "support/gradcheck.h"
 
+#include "train/cli/check_vectors.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -117,6 +119,31 @@ void require_error(const std::function<void()>& body, const std::vector<std::str
         return;
     }
     FAIL("expected lumen::Error containing " << fragments[0]);
+}
+
+void require_oracle_vectors(const std::vector<std::string>& names, const std::string& group) {
+    for (const std::string& name : names) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/" + group + "/" + name +
+                           ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
+}
+
+Shape unravel(int64_t linear, const Shape& shape) {
+    Shape coords(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+        coords[d] = linear % shape[d];
+        linear /= shape[d];
+    }
+    return coords;
+}
+
+int64_t ravel(const Shape& coords, const Shape& shape) {
+    int64_t linear = 0;
+    for (size_t d = 0; d < shape.size(); ++d) linear = linear * shape[d] + coords[d];
+    return linear;
 }
 
 std::string text(const std::vector<int64_t>& values) { return detail::cat(values); }

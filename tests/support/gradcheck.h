@@ -49,6 +49,15 @@ void require_error(const std::function<void()>& body, const std::vector<std::str
 // Shapes and dim lists as text for INFO (Catch cannot find lumen's operator<< for vectors).
 std::string text(const std::vector<int64_t>& values);
 
+// CHECKs that every oracle vector tests/data/oracle/<group>/<name>.safetensors passes
+// `lumen check-vectors` on the CPU, reporting the runner's line for each.
+void require_oracle_vectors(const std::vector<std::string>& names,
+                            const std::string& group = "ops");
+
+// Row-major index <-> coordinates in `shape`, for naive reference loops.
+Shape unravel(int64_t linear, const Shape& shape);
+int64_t ravel(const Shape& coords, const Shape& shape);
+
 // A fresh directory under the system temp dir, removed when the test ends.
 struct TempDir {
     std::filesystem::path path;
