@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #ifdef _OPENMP
@@ -39,5 +40,18 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const Body& body) {
 #endif
     body(begin, end);
 }
+
+// The lowest index any thread reported (-1 when none): parallel kernels note bad elements
+// (an out-of-range class, a probability outside [0, 1]) without throwing inside OpenMP, and
+// the op then reports the first one, the same one whatever the thread count.
+struct FirstInvalid {
+    std::atomic<int64_t> index{-1};
+    void note(int64_t i) {
+        int64_t seen = index.load(std::memory_order_relaxed);
+        while ((seen < 0 || i < seen) &&
+               !index.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
+        }
+    }
+};
 
 }  // namespace lumen

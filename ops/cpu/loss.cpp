@@ -59,17 +59,6 @@ std::array<double, K> sum_tasks(int64_t tasks, int64_t elements_per_task, const 
     return total;
 }
 
-// The lowest flat index reported by any thread (-1 when none).
-struct FirstInvalid {
-    std::atomic<int64_t> index{-1};
-    void note(int64_t i) {
-        int64_t seen = index.load(std::memory_order_relaxed);
-        while ((seen < 0 || i < seen) &&
-               !index.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
-        }
-    }
-};
-
 // Per-class weights, or 1 for every class; `total` is sum_c w[c].
 template <typename T>
 struct ClassWeights {

@@ -219,16 +219,6 @@ void with_weights(const Walk& walk, int64_t weight_offset, int64_t pos_weight_of
     }
 }
 
-struct FirstInvalid {
-    std::atomic<int64_t> index{-1};
-    void note(int64_t i) {
-        int64_t seen = index.load(std::memory_order_relaxed);
-        while ((seen < 0 || i < seen) &&
-               !index.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
-        }
-    }
-};
-
 template <typename T>
 std::vector<T> weight_scratch(PointwiseLoss kind) {
     return std::vector<T>(is_weighted(kind) ? size_t(2 * kBlock) : 0);

@@ -92,25 +92,19 @@ void randint_forward(uint64_t seed, uint64_t offset, int64_t low, int64_t high,
 
 int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
                           const StridedView& out) {
-    std::atomic<int64_t> first_invalid{-1};
-    auto note_invalid = [&](int64_t i) {
-        int64_t seen = first_invalid.load(std::memory_order_relaxed);
-        while ((seen < 0 || i < seen) &&
-               !first_invalid.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
-        }
-    };
+    FirstInvalid first_invalid;
     dispatch_floating(p.dtype, "bernoulli", [&]<typename P>() {
         const P* prob = p.ptr<const P>();
         dispatch_numeric_bool(out.dtype, "bernoulli", [&]<typename T>() {
             T* data = out.ptr<T>();
             for_each_uniform<P>(seed, offset, out.numel(), [&](int64_t i, P u) {
                 // Written so that NaN fails the range test.
-                if (!(prob[i] >= P(0) && prob[i] <= P(1))) note_invalid(i);
+                if (!(prob[i] >= P(0) && prob[i] <= P(1))) first_invalid.note(i);
                 data[i] = T(u < prob[i]);
             });
         });
     });
-    return first_invalid.load();
+    return first_invalid.index.load();
 }
 
 void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType precision,
