@@ -205,6 +205,22 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
     return row_norm(op, x, layout, weight, bias, eps);
 }
 
+namespace {
+
+// Per-channel weight/bias and running statistics (each optional; the two statistics together).
+void check_channel_params(const Tensor& x, int64_t channels, const Tensor& weight,
+                          const Tensor& bias, const Tensor& running_mean,
+                          const Tensor& running_var, const char* op) {
+    check_param(weight, "weight", {channels}, x, op);
+    check_param(bias, "bias", {channels}, x, op);
+    check_running(running_mean, "running_mean", channels, x, op);
+    check_running(running_var, "running_var", channels, x, op);
+    LUMEN_CHECK(running_mean.defined() == running_var.defined(), op,
+                "running_mean and running_var must be given together");
+}
+
+}  // namespace
+
 Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                      const Tensor& weight, const Tensor& bias, bool use_input_stats,
                      double momentum, double eps) {
@@ -213,12 +229,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
     LUMEN_CHECK(x.ndim() >= 3, op, "expected an input of shape (N, C, *spatial) with at least one ",
                 "spatial dim, got ", x.shape());
     int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
-    check_param(weight, "weight", {channels}, x, op);
-    check_param(bias, "bias", {channels}, x, op);
-    check_running(running_mean, "running_mean", channels, x, op);
-    check_running(running_var, "running_var", channels, x, op);
-    LUMEN_CHECK(running_mean.defined() == running_var.defined(), op,
-                "running_mean and running_var must be given together");
+    check_channel_params(x, channels, weight, bias, running_mean, running_var, op);
     if (!use_input_stats) {
         LUMEN_CHECK(running_mean.defined(), op,
                     "Expected running_mean and running_var to be defined when use_input_stats is "
@@ -268,12 +279,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op, "expected an input of shape (N, C), (N, C, L), ",
                 "(N, C, H, W) or (N, C, D, H, W), got ", x.shape());
     int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
-    check_param(weight, "weight", {channels}, x, op);
-    check_param(bias, "bias", {channels}, x, op);
-    check_running(running_mean, "running_mean", channels, x, op);
-    check_running(running_var, "running_var", channels, x, op);
-    LUMEN_CHECK(running_mean.defined() == running_var.defined(), op,
-                "running_mean and running_var must be given together");
+    check_channel_params(x, channels, weight, bias, running_mean, running_var, op);
     cpu::ChannelNormLayout layout{1, batch, channels, spatial};
     if (!training) {
         LUMEN_CHECK(running_mean.defined(), op,
