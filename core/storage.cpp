@@ -128,6 +128,9 @@ void* allocate(size_t nbytes, int) {
                "CUDA (LUMEN_CUDA=OFF)");
 }
 void free(void*, int) {}
+MemoryStats memory_stats(int) { return {}; }
+void reset_peak_memory_stats(int) {}
+void empty_cache(int) {}
 void memcpy(void*, Device, const void*, Device, size_t nbytes) {
     LUMEN_FAIL("cuda", "cannot copy ", nbytes, " bytes to or from a CUDA device: lumen was built "
                "without CUDA (LUMEN_CUDA=OFF)");

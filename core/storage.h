@@ -48,9 +48,29 @@ void cpu_empty_cache();
 size_t cpu_cached_bytes();
 
 namespace cuda {
-// Implemented in core/cuda/allocator.cu; without CUDA they throw [cuda].
+// Device memory through the caching allocator of core/cuda/allocator.cu: blocks are carved out
+// of cudaMalloc'd segments and return to size-ordered free lists when their storage dies, so a
+// training loop stops calling cudaMalloc/cudaFree after its first steps. Without CUDA,
+// allocate throws [cuda]. Running out of memory throws [cuda] naming the request and the
+// allocator's state (after returning the cache to the driver and trying once more).
 void* allocate(size_t nbytes, int device);
 void free(void* data, int device);
+
+// Byte counts of one device's allocator. `allocated`: in live blocks (rounded sizes);
+// `reserved`: in segments held from cudaMalloc (allocated + cached); peaks since the last
+// reset; `segments`: cudaMalloc calls that succeeded so far; `ooms`: requests that failed.
+struct MemoryStats {
+    size_t allocated = 0, peak_allocated = 0;
+    size_t reserved = 0, peak_reserved = 0;
+    int64_t segments = 0, ooms = 0;
+};
+// All zero without CUDA or for a device never used.
+MemoryStats memory_stats(int device = 0);
+// Peaks restart from the current values.
+void reset_peak_memory_stats(int device = 0);
+// Returns every segment with no live block to the driver (cudaFree).
+void empty_cache(int device = 0);
+
 // Copies nbytes between host and device or device and device (synchronous on the stream).
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
 }  // namespace cuda

@@ -1,6 +1,5 @@
-// The CUDA side of core: device queries, device memory, host<->device copies and fill.
-// Memory is plain cudaMalloc/cudaFree for now; issue #4 replaces it with the caching
-// allocator. Only compiled with LUMEN_CUDA=ON.
+// The CUDA side of core: device queries, host<->device copies and fill (device memory is
+// core/cuda/allocator.cu). Only compiled with LUMEN_CUDA=ON.
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
@@ -22,28 +21,6 @@ int cuda_device_count() {
 }
 
 namespace cuda {
-
-void* allocate(size_t nbytes, int device) {
-    int count = cuda_device_count();
-    LUMEN_CHECK(device >= 0 && device < count, "cuda", "cannot allocate ", nbytes,
-                " bytes on cuda:", device, ": ", count, " CUDA device(s) visible");
-    LUMEN_CUDA_CHECK(cudaSetDevice(device));
-    void* data = nullptr;
-    cudaError_t status = cudaMalloc(&data, nbytes);
-    if (status != cudaSuccess) {
-        cudaGetLastError();
-        size_t free_bytes = 0, total_bytes = 0;
-        cudaMemGetInfo(&free_bytes, &total_bytes);
-        LUMEN_FAIL("cuda", "out of memory allocating ", nbytes, " bytes on cuda:", device, " (",
-                   free_bytes, " of ", total_bytes, " bytes free): ", cudaGetErrorString(status));
-    }
-    return data;
-}
-
-void free(void* data, int device) {
-    cudaSetDevice(device);
-    cudaFree(data);  // destructors must not throw; a failure here leaves the block leaked
-}
 
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
     cudaMemcpyKind kind = dst_device.is_cpu() ? cudaMemcpyDeviceToHost

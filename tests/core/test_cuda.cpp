@@ -90,3 +90,60 @@ TEST_CASE("CUDA misuse raises clear errors", "[cuda][core]") {
     require_error([&] { exp(device); }, {"[exp]", "no CUDA kernel", "issue #4"});
     require_error([&] { zeros({4}, DType::float32, Device::cuda(999)); }, {"[cuda]", "cuda:999"});
 }
+
+TEST_CASE("the caching allocator reuses blocks and keeps statistics", "[cuda][core][allocator]") {
+    if (!have_gpu()) return;
+    cuda::empty_cache(0);
+    cuda::reset_peak_memory_stats(0);
+    cuda::MemoryStats before = cuda::memory_stats(0);
+    {
+        Tensor a = empty({1 << 18}, DType::float32, Device::cuda());  // 1 MiB: small pool
+        cuda::MemoryStats during = cuda::memory_stats(0);
+        CHECK(during.allocated == before.allocated + (size_t(1) << 20));
+        CHECK(during.reserved >= during.allocated);
+        CHECK(during.peak_allocated >= during.allocated);
+    }
+    cuda::MemoryStats after = cuda::memory_stats(0);
+    CHECK(after.allocated == before.allocated);
+    CHECK(after.reserved > before.reserved);  // cached, not returned to the driver
+    CHECK(after.peak_allocated >= before.allocated + (size_t(1) << 20));
+    cuda::reset_peak_memory_stats(0);
+    CHECK(cuda::memory_stats(0).peak_allocated == after.allocated);
+
+    // Many small tensors share one 2 MiB segment (blocks are split).
+    int64_t segments = cuda::memory_stats(0).segments;
+    std::vector<Tensor> smalls;
+    for (int i = 0; i < 100; ++i) smalls.push_back(full({100}, double(i), DType::float32, Device::cuda()));
+    CHECK(cuda::memory_stats(0).segments <= segments + 1);
+    for (int i = 0; i < 100; ++i) CHECK(smalls[size_t(i)].cpu().to_vector<float>()[99] == float(i));
+    smalls.clear();
+
+    // Steady state: a loop of mixed sizes calls cudaMalloc only in its first iteration.
+    auto step = [] {
+        Tensor a = empty({3 << 20}, DType::float32, Device::cuda());   // 12 MiB: own segment
+        Tensor b = empty({5000}, DType::float64, Device::cuda());
+        Tensor c = empty({1 << 21}, DType::float32, Device::cuda());   // 8 MiB: mid segment
+        c.fill_(1.0);
+    };
+    step();
+    int64_t steady = cuda::memory_stats(0).segments;
+    for (int i = 0; i < 50; ++i) step();
+    CHECK(cuda::memory_stats(0).segments == steady);
+
+    // empty_cache gives every unused segment back.
+    cuda::empty_cache(0);
+    CHECK(cuda::memory_stats(0).reserved == cuda::memory_stats(0).allocated);
+}
+
+TEST_CASE("running out of GPU memory raises an error with the allocator's state",
+          "[cuda][core][allocator]") {
+    if (!have_gpu()) return;
+    int64_t ooms = cuda::memory_stats(0).ooms;
+    // 2^40 float32 values = 4 TiB: more than any GPU has.
+    require_error([] { empty({int64_t(1) << 40}, DType::float32, Device::cuda()); },
+                  {"[cuda]", "out of memory", "4398046511104 bytes", "cuda:0", "reserved",
+                   "free of"});
+    CHECK(cuda::memory_stats(0).ooms == ooms + 1);
+    // The allocator still works afterwards.
+    require_close(full({4}, 3.0, DType::float32, Device::cuda()).cpu(), {3, 3, 3, 3});
+}

@@ -9,6 +9,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/storage.h"
 #include "train/cli/check_vectors.h"
 
 namespace {
@@ -44,8 +45,14 @@ int run_info(const std::vector<std::string>& args) {
     std::cout << "lumen " << kVersion << "\n"
               << "build: CUDA " << (lumen::cuda_built() ? "on" : "off") << ", OpenMP " << openmp
               << "\n"
-              << "CUDA devices: " << lumen::cuda_device_count() << "\n"
-              << "OpenMP threads: " << lumen::get_num_threads() << "\n";
+              << "CUDA devices: " << lumen::cuda_device_count() << "\n";
+    for (int device = 0; device < lumen::cuda_device_count(); ++device) {
+        lumen::cuda::MemoryStats stats = lumen::cuda::memory_stats(device);
+        std::cout << "  cuda:" << device << " memory: " << stats.allocated << " bytes allocated, "
+                  << stats.reserved << " reserved (peak " << stats.peak_reserved << "), "
+                  << stats.segments << " cudaMalloc calls\n";
+    }
+    std::cout << "OpenMP threads: " << lumen::get_num_threads() << "\n";
     return 0;
 }
 
