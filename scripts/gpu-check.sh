@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# GPU check, for a machine with an NVIDIA GPU and the CUDA toolkit: builds lumen with
+# LUMEN_CUDA=ON and tests on, runs the whole ctest suite (the CUDA tests run instead of
+# skipping), the CUDA tests once more on their own with their assertion counts, and
+# `lumen info`; writes everything to bench/results/gpu-<hostname>-<date>.log and exits
+# non-zero on any failure. The GPU benchmarks join it with the CUDA kernels (issue #4).
+# The build's dependencies (Eigen, nlohmann-json, Catch2, zlib) must be installed
+# (scripts/setup.sh does it where apt works).
+# Usage: bash scripts/gpu-check.sh   Environment: JOBS (default: all cores), BUILD_DIR
+#        (default build-gpu).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build-gpu}
+mkdir -p bench/results
+log="bench/results/gpu-$(hostname)-$(date +%Y-%m-%d).log"
+
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check.sh: no NVIDIA GPU visible (nvidia-smi -L failed)" >&2
+    exit 1
+fi
+mkdir -p "$build_dir"
+set +e
+{
+    status=0
+    echo "# lumen GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    nvidia-smi -L
+    "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" --version | tail -1
+    JOBS=${JOBS:-$(nproc)} BUILD_DIR="$build_dir" LUMEN_CUDA=ON \
+        CMAKE_ARGS="${CMAKE_ARGS:-} -DLUMEN_BUILD_TESTS=ON" bash scripts/build.sh >"$build_dir/gpu-check-build.log" 2>&1 \
+        || { echo "build failed:"; grep -E "error" -A5 "$build_dir/gpu-check-build.log" | head -80; exit 1; }
+    echo "build: $(grep -c 'warning' "$build_dir/gpu-check-build.log" || true) warnings"
+    "$build_dir/lumen" info
+    "$build_dir/tests/lumen_tests" "[cuda]" || status=1
+    ctest --test-dir "$build_dir" --output-on-failure || status=1
+    echo "gpu-check.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
+    exit $status
+} 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+echo "wrote $log" >&2
+exit "$status"
