@@ -1,6 +1,6 @@
 // Copies and conversions: the strided CPU copy kernel (any dtype to any dtype, broadcasting
 // the source), fill, and the differentiable contiguous()/clone()/to() built on them.
-// Host<->device transfers go through core/cuda when built with CUDA.
+// Host<->device transfers and copies on a CUDA device go through core/cuda (LUMEN_CUDA=ON).
 #include <cstring>
 
 #include "core/autograd.h"
@@ -14,6 +14,8 @@ namespace lumen {
 namespace cuda {
 // core/cuda/runtime.cu: fill a contiguous device buffer of `count` elements of `dtype`.
 void fill(void* data, DType dtype, int64_t count, double value);
+// core/cuda/copy.cu: dst = src (converted, src broadcast to dst's shape), both on one device.
+void copy_strided(const StridedView& dst, const StridedView& src);
 }  // namespace cuda
 
 namespace {
@@ -59,21 +61,31 @@ Tensor& Tensor::copy_(const Tensor& src) {
         cpu_copy(strided(*this, "copy_"), strided_as(src, shape(), "copy_"));
         return *this;
     }
-    // Device transfers: stage through a contiguous tensor of the destination dtype.
-    bool plain = is_contiguous() && src.shape() == shape() && src.dtype() == dtype();
-    if (plain && src.is_contiguous()) {
-        cuda::memcpy(data_ptr(), device(), src.data_ptr(), src.device(), size_t(numel()) * element_size());
+    if (is_cuda() && src.is_cuda()) {
+        LUMEN_CHECK(device() == src.device(), "copy_", "copies between CUDA devices (",
+                    src.device(), " -> ", device(), ") are not supported yet");
+        LUMEN_ON_CUDA("copy_", cuda::copy_strided(strided(*this, "copy_"),
+                                                  strided_as(src, shape(), "copy_")));
         return *this;
     }
-    LUMEN_CHECK(src.is_cpu() || is_cpu(), "copy_", "strided or converting copies between CUDA "
-                "tensors need the CUDA copy kernel (issue #4); got shapes ", src.shape(), " -> ",
-                shape(), ", dtypes ", src.dtype(), " -> ", dtype());
-    if (src.is_cpu()) {
-        Tensor staged = empty(shape(), dtype());
-        staged.copy_(src);
-        return copy_(staged);
+    // Host <-> device: one transfer of contiguous bytes in the source's dtype; the layout and
+    // dtype change on the device (uploads) or on the host (downloads).
+    size_t src_bytes = size_t(src.numel()) * src.element_size();
+    bool plain = is_contiguous() && src.shape() == shape() && src.dtype() == dtype();
+    if (plain && src.is_contiguous()) {
+        cuda::memcpy(data_ptr(), device(), src.data_ptr(), src.device(), src_bytes);
+        return *this;
     }
-    Tensor host = src.contiguous().cpu();
+    NoGradGuard no_grad;
+    if (src.is_cpu()) {
+        Tensor host = src.contiguous();
+        Tensor uploaded = empty(src.shape(), src.dtype(), device());
+        cuda::memcpy(uploaded.data_ptr(), device(), host.data_ptr(), Device::cpu(), src_bytes);
+        return copy_(uploaded);
+    }
+    Tensor packed = src.contiguous();  // on the device
+    Tensor host = empty(src.shape(), src.dtype());
+    cuda::memcpy(host.data_ptr(), Device::cpu(), packed.data_ptr(), src.device(), src_bytes);
     return copy_(host);
 }
 
@@ -82,9 +94,14 @@ Tensor& Tensor::fill_(double value) {
     storage()->bump_version();
     if (numel() == 0) return *this;
     if (is_cuda()) {
-        LUMEN_CHECK(is_contiguous(), "fill_", "filling a non-contiguous CUDA tensor needs the CUDA "
-                    "elementwise kernels (issue #4); got strides ", strides());
-        LUMEN_ON_CUDA("fill_", cuda::fill(data_ptr(), dtype(), numel(), value));
+        if (is_contiguous()) {
+            LUMEN_ON_CUDA("fill_", cuda::fill(data_ptr(), dtype(), numel(), value));
+        } else {  // fill a packed buffer, then scatter it into the strided layout
+            Tensor packed = empty(shape(), dtype(), device());
+            packed.fill_(value);
+            NoGradGuard no_grad;
+            copy_(packed);
+        }
         return *this;
     }
     StridedView views[1] = {strided(*this, "fill_")};

@@ -147,3 +147,49 @@ TEST_CASE("running out of GPU memory raises an error with the allocator's state"
     // The allocator still works afterwards.
     require_close(full({4}, 3.0, DType::float32, Device::cuda()).cpu(), {3, 3, 3, 3});
 }
+
+TEST_CASE("copies on the GPU convert dtypes and follow strides like the CPU", "[cuda][core]") {
+    if (!have_gpu()) return;
+    // All within int32 after any rounding: float -> int of an out-of-range value is undefined.
+    Tensor values = tensor({0, 1, 2.5, -3.75, 1000.5, 0.1, -0.5, 7, 65519, 1.0 / 3}, {10},
+                           DType::float64);
+    const DType dtypes[] = {DType::float32, DType::float64, DType::float16, DType::bfloat16,
+                            DType::int64,   DType::int32,   DType::bool_};
+    for (DType from : dtypes) {
+        for (DType to : dtypes) {
+            Tensor host = values.to(from);
+            Tensor want = host.to(to);
+            Tensor got = host.cuda().to(to);
+            CHECK(got.is_cuda());
+            INFO("from " << dtype_name(from) << " to " << dtype_name(to));
+            require_close(got.cpu().to(DType::float64), want.to(DType::float64), 0, 0);
+        }
+    }
+    // uint8 from non-negative values only (negative -> uint8 is not portable).
+    Tensor bytes = tensor({0, 1, 7, 255, 3.9}, {5}, DType::float32);
+    require_close(bytes.cuda().to(DType::uint8).cpu().to(DType::float64),
+                  bytes.to(DType::uint8).to(DType::float64), 0, 0);
+
+    Tensor base = arange(0, 24, 1, DType::float32).reshape({2, 3, 4});
+    Tensor device = base.cuda();
+    // Views of CUDA tensors made contiguous on the device.
+    require_close(device.transpose(0, 2).contiguous().cpu(), base.transpose(0, 2).contiguous(), 0, 0);
+    require_close(device.slice(2, 1, 4, 2).contiguous().cpu(), base.slice(2, 1, 4, 2).contiguous(),
+                  0, 0);
+    require_close(device.narrow(1, 1, 2).expand({3, 2, 2, 4}).contiguous().cpu(),
+                  base.narrow(1, 1, 2).expand({3, 2, 2, 4}).contiguous(), 0, 0);
+    // Strided destinations: device -> device, host -> device, device -> host.
+    Tensor dst = zeros({4, 3}, DType::float64, Device::cuda());
+    dst.t().copy_(arange(0, 12, 1, DType::int64).reshape({3, 4}).cuda());
+    require_close(dst.cpu(), arange(0, 12, 1, DType::float64).reshape({3, 4}).t().contiguous(), 0, 0);
+    Tensor dst2 = zeros({4, 3}, DType::float32, Device::cuda());
+    dst2.t().copy_(arange(0, 12, 1, DType::int32).reshape({3, 4}));
+    require_close(dst2.cpu(), arange(0, 12, 1, DType::float64).reshape({3, 4}).t().contiguous(), 0, 0);
+    Tensor host_dst = zeros({4, 2}, DType::float64);
+    host_dst.t().copy_(device.narrow(0, 0, 1).reshape({3, 4}).narrow(0, 0, 2));
+    require_close(host_dst, base.reshape({6, 4}).narrow(0, 0, 2).t().contiguous(), 0, 0);
+    // fill_ on a strided CUDA view touches exactly its elements.
+    Tensor grid = zeros({3, 4}, DType::float32, Device::cuda());
+    grid.slice(1, 0, 4, 2).fill_(5.0);
+    require_close(grid.cpu(), {5, 0, 5, 0, 5, 0, 5, 0, 5, 0, 5, 0}, 0, 0);
+}
