@@ -17,21 +17,41 @@ namespace {
 
 std::vector<Tensor> grads(Tensor a) { return {std::move(a)}; }
 
+// The unary kernels of the tensors' device.
+void unary_kernel(UnaryOp op, const UnaryParams& params, const Tensor& x, const Tensor& y,
+                  const char* name) {
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(name, cuda::unary_forward(op, params, strided(x, name), strided(y, name)));
+    } else {
+        cpu::unary_forward(op, params, strided(x, name), strided(y, name));
+    }
+}
+
+void unary_backward_kernel(UnaryOp op, const UnaryParams& params, const Tensor& saved,
+                           const Tensor& grad_out, const Tensor& grad_x) {
+    if (saved.is_cuda()) {
+        LUMEN_ON_CUDA("elementwise backward",
+                      cuda::unary_backward(op, params, strided(saved), strided(grad_out),
+                                           strided(grad_x)));
+    } else {
+        cpu::unary_backward(op, params, strided(saved), strided(grad_out), strided(grad_x));
+    }
+}
+
 // y = op(x) with a fused backward kernel. Float-only ops compute integer inputs in float32.
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params = {},
              bool float_only = true) {
     LUMEN_CHECK(x.defined(), name, "got an undefined tensor");
     Tensor input = float_only && !x.is_floating_point() ? x.to(DType::float32) : x;
-    if (input.is_cuda()) LUMEN_NO_CUDA_KERNEL(name);
     Tensor y = empty(input.shape(), input.dtype(), input.device());
-    cpu::unary_forward(op, params, strided(input, name), strided(y, name));
+    unary_kernel(op, params, input, y, name);
     if (!needs_recording({input})) return y;
     SavedTensor saved = save(unary_backward_uses_output(op) ? y : input);
     record_backward(name, {input}, y, [op, params, saved](const Tensor& grad_out) {
         Tensor kept = saved.get().contiguous();
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty_like(kept);
-        cpu::unary_backward(op, params, strided(kept), strided(g), strided(grad_x));
+        unary_backward_kernel(op, params, kept, g, grad_x);
         return grads(grad_x);
     });
     return y;
@@ -57,9 +77,12 @@ Tensor binary_forward(BinaryOp op, const char* name, const Tensor& a, const Tens
     b_out = b.to(dtype);
     bool logical = op >= BinaryOp::eq;
     Tensor out = empty(shape, logical ? DType::bool_ : dtype, a.device());
-    if (a.is_cuda()) LUMEN_NO_CUDA_KERNEL(name);
-    cpu::binary_forward(op, strided_as(a_out, shape, name), strided_as(b_out, shape, name),
-                        strided(out, name));
+    StridedView x = strided_as(a_out, shape, name), y = strided_as(b_out, shape, name);
+    if (a.is_cuda()) {
+        LUMEN_ON_CUDA(name, cuda::binary_forward(op, x, y, strided(out, name)));
+    } else {
+        cpu::binary_forward(op, x, y, strided(out, name));
+    }
     return out;
 }
 
@@ -87,8 +110,7 @@ Tensor neg(const Tensor& x) {
     LUMEN_CHECK(x.defined(), "neg", "got an undefined tensor");
     LUMEN_CHECK(x.dtype() != DType::bool_, "neg", "not defined for bool tensors; use logical_not");
     Tensor y = empty(x.shape(), x.dtype(), x.device());
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("neg");
-    cpu::unary_forward(UnaryOp::neg, {}, strided(x, "neg"), strided(y, "neg"));
+    unary_kernel(UnaryOp::neg, {}, x, y, "neg");
     // d(-x) = -1
     record_backward("neg", {x}, y, [](const Tensor& grad_out) { return grads(neg(grad_out)); });
     return y;
@@ -113,8 +135,7 @@ Tensor pow(const Tensor& x, double exponent) {
 
 Tensor sign(const Tensor& x) {
     Tensor y = empty(x.shape(), x.dtype(), x.device());
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("sign");
-    cpu::unary_forward(UnaryOp::sign, {}, strided(x, "sign"), strided(y, "sign"));
+    unary_kernel(UnaryOp::sign, {}, x, y, "sign");
     // d sign(x) = 0 almost everywhere
     record_backward("sign", {x}, y, [](const Tensor& grad_out) { return grads(zeros_like(grad_out)); });
     return y;
@@ -149,8 +170,7 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
 
 Tensor logical_not(const Tensor& x) {
     Tensor y = empty(x.shape(), DType::bool_, x.device());
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("logical_not");
-    cpu::unary_forward(UnaryOp::logical_not, {}, strided(x, "logical_not"), strided(y, "logical_not"));
+    unary_kernel(UnaryOp::logical_not, {}, x, y, "logical_not");
     return y;
 }
 
@@ -295,9 +315,13 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     DType dtype = promote_types(a.dtype(), b.dtype());
     Tensor x = a.to(dtype), y = b.to(dtype);
     Tensor out = empty(shape, dtype, a.device());
-    if (a.is_cuda()) LUMEN_NO_CUDA_KERNEL("where");
-    cpu::where_forward(strided_as(condition, shape, "where"), strided_as(x, shape, "where"),
-                       strided_as(y, shape, "where"), strided(out, "where"));
+    StridedView c_view = strided_as(condition, shape, "where");
+    StridedView x_view = strided_as(x, shape, "where"), y_view = strided_as(y, shape, "where");
+    if (a.is_cuda()) {
+        LUMEN_ON_CUDA("where", cuda::where_forward(c_view, x_view, y_view, strided(out, "where")));
+    } else {
+        cpu::where_forward(c_view, x_view, y_view, strided(out, "where"));
+    }
     // d where(c, a, b) = (c, not c), summed over broadcast dims
     record_backward("where", {x, y}, out,
                     [sc = save(condition), shape_a = x.shape(), shape_b = y.shape()](const Tensor& g) {

@@ -24,6 +24,12 @@ struct UnaryParams {
 enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge,
                       logical_and, logical_or };
 
+// GELU constants shared by the CPU and CUDA kernels.
+constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+constexpr double kGeluTanhCubic = 0.044715;
+
 // Whether the backward of op is cheapest from its output (exp, tanh, sigmoid, sqrt, rsqrt, relu)
 // rather than its input.
 bool unary_backward_uses_output(UnaryOp op);
@@ -42,5 +48,16 @@ void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b, con
 void where_forward(const StridedView& condition, const StridedView& a, const StridedView& b,
                    const StridedView& out);
 }  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/elementwise.cu), for float32,
+// float64, int64, int32, uint8 (and bool for the logical ops and where).
+namespace cuda {
+void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x, const StridedView& y);
+void unary_backward(UnaryOp op, const UnaryParams& params, const StridedView& saved,
+                    const StridedView& grad_out, const StridedView& grad_x);
+void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b, const StridedView& out);
+void where_forward(const StridedView& condition, const StridedView& a, const StridedView& b,
+                   const StridedView& out);
+}  // namespace cuda
 
 }  // namespace lumen

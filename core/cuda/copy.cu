@@ -6,21 +6,10 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda/cuda_check.h"
-#include "core/strided.h"
+#include "core/cuda/strided.cuh"
 
 namespace lumen::cuda {
 namespace {
-
-// Offset in elements of the element at row-major position `linear` of `view`.
-__device__ int64_t offset_of(const StridedView& view, int64_t linear) {
-    int64_t offset = 0;
-    for (int d = view.ndim - 1; d >= 0; --d) {
-        int64_t size = view.shape[d];
-        offset += (linear % size) * view.strides[d];
-        linear /= size;
-    }
-    return offset;
-}
 
 __device__ float bf16_bits_to_float(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
 
@@ -105,9 +94,7 @@ __global__ void copy_kernel(StridedView dst, StridedView src, int64_t count) {
 void copy_strided(const StridedView& dst, const StridedView& src) {
     int64_t count = dst.numel();
     if (count == 0) return;
-    int threads = 256;
-    int64_t blocks = (count + threads - 1) / threads;
-    copy_kernel<<<unsigned(blocks < 65535 ? blocks : 65535), threads>>>(dst, src, count);
+    copy_kernel<<<grid_for(count), 256>>>(dst, src, count);
     LUMEN_CUDA_CHECK_LAUNCH("copy_kernel");
 }
 

@@ -27,11 +27,6 @@ namespace cpu {
 
 namespace {
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;       // 1 / sqrt(2)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;    // 1 / sqrt(2 pi)
-constexpr double kSqrt2OverPi = 0.79788456080286535588;   // sqrt(2 / pi)
-constexpr double kGeluTanhCubic = 0.044715;
-
 // y[i] = f(x[i]) over two views of the same shape.
 template <typename Out, typename In, typename F>
 void map_unary(const StridedView& x_in, const StridedView& y_in, F f) {

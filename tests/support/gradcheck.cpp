@@ -146,6 +146,18 @@ int64_t ravel(const Shape& coords, const Shape& shape) {
     return linear;
 }
 
+bool have_gpu() {
+    if (!cuda_built()) {
+        WARN("CUDA test skipped: lumen was built without CUDA (LUMEN_CUDA=OFF)");
+        return false;
+    }
+    if (!cuda_available()) {
+        WARN("CUDA test skipped: lumen was built with CUDA but no CUDA device is visible");
+        return false;
+    }
+    return true;
+}
+
 std::string text(const std::vector<int64_t>& values) { return detail::cat(values); }
 
 TempDir::TempDir(const std::string& tag) {

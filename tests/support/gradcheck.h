@@ -46,6 +46,10 @@ void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
 // (e.g. the op name in brackets and the offending shape).
 void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments);
 
+// True when CUDA tests can run; otherwise WARNs why the calling case is skipped (lumen built
+// without CUDA, or no GPU visible). Cases start with `if (!have_gpu()) return;`.
+bool have_gpu();
+
 // Shapes and dim lists as text for INFO (Catch cannot find lumen's operator<< for vectors).
 std::string text(const std::vector<int64_t>& values);
 
