@@ -61,21 +61,23 @@ Tensor& Tensor::copy_(const Tensor& src) {
         cpu_copy(strided(*this, "copy_"), strided_as(src, shape(), "copy_"));
         return *this;
     }
-    if (is_cuda() && src.is_cuda()) {
-        LUMEN_CHECK(device() == src.device(), "copy_", "copies between CUDA devices (",
-                    src.device(), " -> ", device(), ") are not supported yet");
-        LUMEN_ON_CUDA("copy_", cuda::copy_strided(strided(*this, "copy_"),
-                                                  strided_as(src, shape(), "copy_")));
-        return *this;
-    }
-    // Host <-> device: one transfer of contiguous bytes in the source's dtype; the layout and
-    // dtype change on the device (uploads) or on the host (downloads).
+    LUMEN_CHECK(!(is_cuda() && src.is_cuda()) || device() == src.device(), "copy_",
+                "copies between CUDA devices (", src.device(), " -> ", device(),
+                ") are not supported yet");
+    // Same bytes in the same layout: one cudaMemcpy (host <-> device or device to device).
     size_t src_bytes = size_t(src.numel()) * src.element_size();
     bool plain = is_contiguous() && src.shape() == shape() && src.dtype() == dtype();
     if (plain && src.is_contiguous()) {
         cuda::memcpy(data_ptr(), device(), src.data_ptr(), src.device(), src_bytes);
         return *this;
     }
+    if (is_cuda() && src.is_cuda()) {
+        LUMEN_ON_CUDA("copy_", cuda::copy_strided(strided(*this, "copy_"),
+                                                  strided_as(src, shape(), "copy_")));
+        return *this;
+    }
+    // Host <-> device otherwise: one transfer of contiguous bytes in the source's dtype; the
+    // layout and dtype change on the device (uploads) or on the host (downloads).
     NoGradGuard no_grad;
     if (src.is_cpu()) {
         Tensor host = src.contiguous();

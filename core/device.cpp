@@ -26,6 +26,7 @@ std::ostream& operator<<(std::ostream& os, const Device& device) { return os << 
 #if !LUMEN_CUDA
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
+void cuda_synchronize() {}
 #endif
 
 }  // namespace lumen

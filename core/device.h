@@ -34,5 +34,8 @@ bool cuda_built();
 // Number of visible CUDA devices; 0 without CUDA or without a GPU (never throws).
 int cuda_device_count();
 inline bool cuda_available() { return cuda_device_count() > 0; }
+// Waits until all work queued on the current CUDA device has finished (for timing); a no-op
+// without CUDA.
+void cuda_synchronize();
 
 }  // namespace lumen

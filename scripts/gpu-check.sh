@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU check, for a machine with an NVIDIA GPU and the CUDA toolkit: builds lumen with
 # LUMEN_CUDA=ON and tests on, runs the whole ctest suite (the CUDA tests run instead of
-# skipping), the CUDA tests once more on their own with their assertion counts, and
-# `lumen info`; writes everything to bench/results/gpu-<hostname>-<date>.log and exits
-# non-zero on any failure. The GPU benchmarks join it with the CUDA kernels (issue #4).
+# skipping), the CUDA tests once more on their own with their assertion counts, `lumen info`
+# and the GPU benchmarks (bench_cuda next to bench/torch_cuda.py, PYTHON default python3);
+# writes everything to bench/results/gpu-<hostname>-<date>.log and exits
+# non-zero on any failure.
 # The build's dependencies (Eigen, nlohmann-json, Catch2, zlib) must be installed
 # (scripts/setup.sh does it where apt works).
 # Usage: bash scripts/gpu-check.sh   Environment: JOBS (default: all cores), BUILD_DIR
@@ -32,6 +33,9 @@ set +e
     "$build_dir/lumen" info
     "$build_dir/tests/lumen_tests" "[cuda]" || status=1
     ctest --test-dir "$build_dir" --output-on-failure || status=1
+    echo "## GPU benchmarks: lumen, then PyTorch (${PYTHON:-python3}) in the same run"
+    "$build_dir/bench/bench_cuda" --repeats 20 || status=1
+    "${PYTHON:-python3}" bench/torch_cuda.py --repeats 20 || echo "(PyTorch with CUDA not available)"
     echo "gpu-check.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
     exit $status
 } 2>&1 | tee "$log"

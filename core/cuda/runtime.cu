@@ -20,6 +20,8 @@ int cuda_device_count() {
     return count;
 }
 
+void cuda_synchronize() { LUMEN_CUDA_CHECK(cudaDeviceSynchronize()); }
+
 namespace cuda {
 
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
