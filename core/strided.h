@@ -37,8 +37,15 @@ StridedView strided(const Tensor& t, const char* op = "kernel");
 // has checked that the shapes broadcast.
 StridedView strided_as(const Tensor& t, const Shape& shape, const char* op = "kernel");
 
+// Marks helpers that CUDA kernels call too.
+#if defined(__CUDACC__)
+#define LUMEN_HOST_DEVICE __host__ __device__
+#else
+#define LUMEN_HOST_DEVICE
+#endif
+
 // Offset in elements of the element at linear row-major position `linear` in `view`.
-inline int64_t strided_offset(const StridedView& view, int64_t linear) {
+LUMEN_HOST_DEVICE inline int64_t strided_offset(const StridedView& view, int64_t linear) {
     int64_t offset = 0;
     for (int d = view.ndim - 1; d >= 0; --d) {
         int64_t size = view.shape[d];

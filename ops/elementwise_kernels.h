@@ -2,6 +2,9 @@
 // op once, outside its loops. Views may broadcast (stride 0) and be strided.
 #pragma once
 
+#include <limits>
+#include <type_traits>
+
 #include "core/strided.h"
 
 namespace lumen {
@@ -29,6 +32,18 @@ constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1 / sqrt(2)
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
+
+// A clamp bound as T, saturated so that an absent (infinite) bound is safe for integers.
+template <typename T>
+T clamp_bound(double bound) {
+    if constexpr (std::is_floating_point_v<T>) {
+        return T(bound);
+    } else {
+        if (bound <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+        if (bound >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+        return T(bound);
+    }
+}
 
 // Whether the backward of op is cheapest from its output (exp, tanh, sigmoid, sqrt, rsqrt, relu)
 // rather than its input.

@@ -80,7 +80,7 @@ __global__ void copy_kernel(StridedView dst, StridedView src, int64_t count) {
     bool integral = integral_dtype(dst.dtype) && integral_dtype(src.dtype);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
-        int64_t to = offset_of(dst, i), from = offset_of(src, i);
+        int64_t to = strided_offset(dst, i), from = strided_offset(src, i);
         if (integral) {
             store_int(dst.data, dst.dtype, to, load_int(src.data, src.dtype, from));
         } else {

@@ -1,20 +1,10 @@
-// Device-side helpers for StridedView (core/strided.h), shared by the CUDA kernels.
+// Helpers for launching CUDA kernels over StridedViews (core/strided.h; kernels index them
+// with strided_offset).
 #pragma once
 
 #include "core/strided.h"
 
 namespace lumen::cuda {
-
-// Offset in elements of the element at row-major position `linear` of `view`.
-__device__ inline int64_t offset_of(const StridedView& view, int64_t linear) {
-    int64_t offset = 0;
-    for (int d = view.ndim - 1; d >= 0; --d) {
-        int64_t size = view.shape[d];
-        offset += (linear % size) * view.strides[d];
-        linear /= size;
-    }
-    return offset;
-}
 
 // Whether `view` is laid out row-major without gaps (offset == linear index).
 inline bool is_dense(const StridedView& view) {

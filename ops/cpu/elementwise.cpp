@@ -92,18 +92,6 @@ inline float sigmoid_of(float v) {
 inline float gelu_tanh_of(float u) { return 2.0f * sigmoid_of(2.0f * u) - 1.0f; }
 inline double gelu_tanh_of(double u) { return std::tanh(u); }
 
-// A clamp bound as T, saturated so that an absent (infinite) bound is safe for integers.
-template <typename T>
-T clamp_bound(double bound) {
-    if constexpr (std::is_floating_point_v<T>) {
-        return T(bound);
-    } else {
-        if (bound <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-        if (bound >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-        return T(bound);
-    }
-}
-
 template <typename T>
 void unary_typed(UnaryOp op, const UnaryParams& p, const StridedView& x, const StridedView& y) {
     switch (op) {

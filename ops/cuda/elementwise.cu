@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "core/dispatch.h"
 #include "core/cuda/strided.cuh"
 #include "ops/elementwise_kernels.h"
 
@@ -106,8 +107,8 @@ __global__ void unary_kernel(UnaryOp op, T a, T b, StridedView x, StridedView y,
     T* out = static_cast<T*>(y.data);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x) {
-        T v = dense ? in[i] : in[offset_of(x, i)];
-        out[dense ? i : offset_of(y, i)] = unary_value<T>(op, v, a, b);
+        T v = dense ? in[i] : in[strided_offset(x, i)];
+        out[dense ? i : strided_offset(y, i)] = unary_value<T>(op, v, a, b);
     }
 }
 
@@ -117,7 +118,7 @@ __global__ void logical_not_kernel(StridedView x, StridedView y, int64_t n) {
     bool* out = static_cast<bool*>(y.data);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x)
-        out[offset_of(y, i)] = in[offset_of(x, i)] == T(0);
+        out[strided_offset(y, i)] = in[strided_offset(x, i)] == T(0);
 }
 
 template <typename T>
@@ -167,9 +168,9 @@ __global__ void binary_kernel(BinaryOp op, StridedView a, StridedView b, Strided
     Out* o = static_cast<Out*>(out.data);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x) {
-        T u = dense ? x[i] : x[offset_of(a, i)];
-        T v = dense ? y[i] : y[offset_of(b, i)];
-        int64_t to = dense ? i : offset_of(out, i);
+        T u = dense ? x[i] : x[strided_offset(a, i)];
+        T v = dense ? y[i] : y[strided_offset(b, i)];
+        int64_t to = dense ? i : strided_offset(out, i);
         if constexpr (std::is_same_v<Out, bool>) {
             o[to] = compare_value<T>(op, u, v);
         } else {
@@ -187,25 +188,7 @@ __global__ void where_kernel(StridedView c, StridedView a, StridedView b, Stride
     T* o = static_cast<T*>(out.data);
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
          i += int64_t(gridDim.x) * blockDim.x)
-        o[offset_of(out, i)] = cond[offset_of(c, i)] ? x[offset_of(a, i)] : y[offset_of(b, i)];
-}
-
-// Calls body.template operator()<T>() for the element type of a numeric dtype (bool too when
-// with_bool); throws [op] for float16/bfloat16, which issue #4's half-precision step adds.
-template <typename Body>
-void dispatch(DType dtype, const char* op, bool with_bool, const Body& body) {
-    switch (dtype) {
-        case DType::float32: return body.template operator()<float>();
-        case DType::float64: return body.template operator()<double>();
-        case DType::int64: return body.template operator()<int64_t>();
-        case DType::int32: return body.template operator()<int32_t>();
-        case DType::uint8: return body.template operator()<uint8_t>();
-        case DType::bool_:
-            if (with_bool) return body.template operator()<bool>();
-            break;
-        default: break;
-    }
-    LUMEN_FAIL(op, "has no CUDA kernel for dtype ", dtype_name(dtype), " yet");
+        o[strided_offset(out, i)] = cond[strided_offset(c, i)] ? x[strided_offset(a, i)] : y[strided_offset(b, i)];
 }
 
 bool integer_capable(UnaryOp op) {
@@ -221,37 +204,25 @@ bool integer_capable(UnaryOp op) {
     }
 }
 
-// A clamp bound as T, saturated so that an absent (infinite) bound is safe for integers.
-template <typename T>
-T bound_as(double bound) {
-    if constexpr (std::is_floating_point_v<T>) {
-        return T(bound);
-    } else {
-        if (bound <= double(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-        if (bound >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-        return T(bound);
-    }
-}
-
 }  // namespace
 
 void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x, const StridedView& y) {
     int64_t n = y.numel();
     if (n == 0) return;
     if (op == UnaryOp::logical_not) {
-        dispatch(x.dtype, "logical_not", true, [&]<typename T>() {
+        dispatch_numeric_bool(x.dtype, "logical_not", [&]<typename T>() {
             logical_not_kernel<T><<<grid_for(n), 256>>>(x, y, n);
         });
         LUMEN_CUDA_CHECK_LAUNCH("logical_not_kernel");
         return;
     }
     bool dense = is_dense(x) && is_dense(y);
-    dispatch(x.dtype, "elementwise", false, [&]<typename T>() {
+    dispatch_numeric(x.dtype, "elementwise", [&]<typename T>() {
         if constexpr (!std::is_floating_point_v<T>) {
             LUMEN_CHECK(integer_capable(op), "elementwise", "unary op ", int(op),
                         " is not defined for integer dtype ", dtype_name(x.dtype));
         }
-        unary_kernel<T><<<grid_for(n), 256>>>(op, bound_as<T>(params.a), bound_as<T>(params.b), x,
+        unary_kernel<T><<<grid_for(n), 256>>>(op, clamp_bound<T>(params.a), clamp_bound<T>(params.b), x,
                                               y, n, dense);
     });
     LUMEN_CUDA_CHECK_LAUNCH("unary_kernel");
@@ -280,13 +251,15 @@ void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b, con
     if (n == 0) return;
     bool dense = is_dense(a) && is_dense(b) && is_dense(out);
     bool logical = op >= BinaryOp::eq;
-    dispatch(a.dtype, "elementwise", logical, [&]<typename T>() {
-        if (logical) {
+    if (logical) {
+        dispatch_numeric_bool(a.dtype, "elementwise", [&]<typename T>() {
             binary_kernel<bool, T><<<grid_for(n), 256>>>(op, a, b, out, n, dense);
-        } else if constexpr (!std::is_same_v<T, bool>) {
+        });
+    } else {
+        dispatch_numeric(a.dtype, "elementwise", [&]<typename T>() {
             binary_kernel<T, T><<<grid_for(n), 256>>>(op, a, b, out, n, dense);
-        }
-    });
+        });
+    }
     LUMEN_CUDA_CHECK_LAUNCH("binary_kernel");
 }
 
@@ -294,7 +267,7 @@ void where_forward(const StridedView& condition, const StridedView& a, const Str
                    const StridedView& out) {
     int64_t n = out.numel();
     if (n == 0) return;
-    dispatch(out.dtype, "where", true, [&]<typename T>() {
+    dispatch_numeric_bool(out.dtype, "where", [&]<typename T>() {
         where_kernel<T><<<grid_for(n), 256>>>(condition, a, b, out, n);
     });
     LUMEN_CUDA_CHECK_LAUNCH("where_kernel");
