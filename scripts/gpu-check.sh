@@ -2,7 +2,8 @@
 # GPU check, for a machine with an NVIDIA GPU and the CUDA toolkit: builds lumen with
 # LUMEN_CUDA=ON and tests on, runs the whole ctest suite (the CUDA tests run instead of
 # skipping), the CUDA tests once more on their own with their assertion counts, `lumen info`
-# and the GPU benchmarks (bench_cuda next to bench/torch_cuda.py, PYTHON default python3);
+# and the GPU benchmarks (every bench_cuda* next to its bench/torch_cuda*.py twin, PYTHON default
+# python3);
 # writes everything to bench/results/gpu-<hostname>-<date>.log and exits
 # non-zero on any failure.
 # The build's dependencies (Eigen, nlohmann-json, Catch2, zlib) must be installed
@@ -34,8 +35,13 @@ set +e
     "$build_dir/tests/lumen_tests" "[cuda]" || status=1
     ctest --test-dir "$build_dir" --output-on-failure || status=1
     echo "## GPU benchmarks: lumen, then PyTorch (${PYTHON:-python3}) in the same run"
-    "$build_dir/bench/bench_cuda" --repeats 20 || status=1
-    "${PYTHON:-python3}" bench/torch_cuda.py --repeats 20 || echo "(PyTorch with CUDA not available)"
+    # Every bench/bench_cuda*.cpp beside its bench/torch_cuda*.py twin.
+    for source in bench/bench_cuda*.cpp; do
+        name=$(basename "$source" .cpp)
+        "$build_dir/bench/$name" --repeats 20 || status=1
+        twin="bench/torch_${name#bench_}.py"
+        [ -f "$twin" ] && { "${PYTHON:-python3}" "$twin" --repeats 20 || echo "(PyTorch with CUDA not available)"; }
+    done
     echo "gpu-check.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
     exit $status
 } 2>&1 | tee "$log"
