@@ -2,6 +2,7 @@
 #include "core/tensor.h"
 
 #include <cstring>
+#include <sstream>
 
 #include "core/autograd.h"
 #include "core/dispatch.h"
@@ -225,6 +226,24 @@ StridedView strided_as(const Tensor& t, const Shape& shape, const char* op) {
         view.strides[i] = stretched ? 0 : t.strides()[i - lead];
     }
     return view;
+}
+
+void check_same_device(const char* op, std::initializer_list<Tensor> tensors) {
+    const Tensor* first = nullptr;
+    bool same = true;
+    for (const Tensor& t : tensors) {
+        if (!t.defined()) continue;
+        if (first == nullptr) first = &t;
+        else same = same && t.device() == first->device();
+    }
+    if (same) return;
+    std::ostringstream list;
+    for (const Tensor& t : tensors) {
+        if (!t.defined()) continue;
+        if (&t != first) list << ", ";
+        list << t.device() << " " << t.shape();
+    }
+    LUMEN_FAIL(op, "operands are on different devices: ", list.str());
 }
 
 }  // namespace lumen

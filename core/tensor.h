@@ -137,6 +137,10 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
 
+// Throws [op] unless every defined tensor of `tensors` lives on one device; the message lists
+// each tensor's device and shape ("operands are on different devices: cpu [2, 3], cuda:0 [3]").
+void check_same_device(const char* op, std::initializer_list<Tensor> tensors);
+
 // ---- creation that needs no kernels beyond fill/copy (more in ops/creation.h) ----
 Tensor empty(const Shape& shape, DType dtype = kDefaultFloat, Device device = Device::cpu());
 Tensor empty_like(const Tensor& like);

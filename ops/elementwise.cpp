@@ -69,8 +69,7 @@ DType binary_dtype(BinaryOp op, const Tensor& a, const Tensor& b) {
 Tensor binary_forward(BinaryOp op, const char* name, const Tensor& a, const Tensor& b,
                       Tensor& a_out, Tensor& b_out) {
     LUMEN_CHECK(a.defined() && b.defined(), name, "got an undefined tensor");
-    LUMEN_CHECK(a.device() == b.device(), name, "operands are on different devices: ", a.device(),
-                " and ", b.device());
+    check_same_device(name, {a, b});
     Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
     DType dtype = binary_dtype(op, a, b);
     a_out = a.to(dtype);
@@ -308,8 +307,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     LUMEN_CHECK(condition.defined() && a.defined() && b.defined(), "where", "got an undefined tensor");
     LUMEN_CHECK(condition.dtype() == DType::bool_, "where", "condition must be bool, got ",
                 condition.dtype());
-    LUMEN_CHECK(condition.device() == a.device() && a.device() == b.device(), "where",
-                "condition, a and b are on ", condition.device(), ", ", a.device(), ", ", b.device());
+    check_same_device("where", {condition, a, b});
     Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"),
                                    b.shape(), "where");
     DType dtype = promote_types(a.dtype(), b.dtype());

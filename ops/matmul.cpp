@@ -24,8 +24,7 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
     LUMEN_CHECK(a.dtype() == DType::float32 || a.dtype() == DType::float64, op,
                 "supports float32 and float64, got ", a.dtype(), " operands of shapes ", a.shape(),
                 " and ", b.shape());
-    LUMEN_CHECK(a.device() == b.device(), op, "operands are on different devices: ", a.device(),
-                " ", a.shape(), " and ", b.device(), " ", b.shape());
+    check_same_device(op, {a, b});
     if (a.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
 }
 
