@@ -154,10 +154,49 @@ Tensor Tensor::to(DType target) const {
     return out;
 }
 
-Tensor Tensor::to(Device target) const {
-    if (target == device()) return *this;
-    Tensor out = empty(shape(), dtype(), target);
+namespace {
+// The same shape and dtype as `like`, contiguous, in pinned host memory.
+Tensor empty_pinned(const Tensor& like) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->storage = Storage::pinned_host(size_t(like.numel()) * like.element_size());
+    impl->shape = like.shape();
+    impl->strides = contiguous_strides(like.shape());
+    impl->dtype = like.dtype();
+    return Tensor(std::move(impl));
+}
+}  // namespace
+
+Tensor Tensor::pin_memory() const {
+    LUMEN_CHECK(is_cpu(), "pin_memory", "only CPU tensors can be pinned, got a tensor on ",
+                device(), " of shape ", shape());
+    if (is_pinned() && is_contiguous()) return *this;
+    Tensor out = empty_pinned(*this);
     {
+        NoGradGuard no_grad;
+        out.copy_(*this);
+    }
+    record_backward("pin_memory", {*this}, out, [](const Tensor& grad_out) {
+        return std::vector<Tensor>{grad_out};
+    });
+    return out;
+}
+
+Tensor Tensor::to(Device target, bool non_blocking) const {
+    if (target == device()) return *this;
+    // An asynchronous transfer needs contiguous bytes on both sides and pinned host memory.
+    bool upload = is_cpu() && is_pinned() && is_contiguous();
+    bool download = is_cuda() && target.is_cpu();
+    Tensor out;
+    if (non_blocking && (upload || download)) {
+        Tensor source = download ? contiguous().detach() : detach();
+        out = download ? empty_pinned(source) : empty(shape(), dtype(), target);
+        if (numel() > 0) {
+            out.storage()->bump_version();
+            cuda::memcpy_async(out.data_ptr(), target, source.data_ptr(), device(),
+                               size_t(numel()) * element_size());
+        }
+    } else {
+        out = empty(shape(), dtype(), target);
         NoGradGuard no_grad;
         out.copy_(*this);
     }

@@ -111,6 +111,15 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
 Storage::Storage(void* data, size_t nbytes, Device device, std::function<void()> release)
     : data_(data), nbytes_(nbytes), device_(device), release_(std::move(release)) {}
 
+std::shared_ptr<Storage> Storage::pinned_host(size_t nbytes) {
+    void* data = nbytes ? cuda::host_allocate(nbytes) : nullptr;
+    auto storage = std::make_shared<Storage>(data, nbytes, Device::cpu(), [data] {
+        if (data) cuda::host_free(data);
+    });
+    storage->pinned_ = true;
+    return storage;
+}
+
 Storage::~Storage() {
     if (release_) {
         release_();
@@ -135,6 +144,14 @@ void memcpy(void*, Device, const void*, Device, size_t nbytes) {
     LUMEN_FAIL("cuda", "cannot copy ", nbytes, " bytes to or from a CUDA device: lumen was built "
                "without CUDA (LUMEN_CUDA=OFF)");
 }
+void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+    memcpy(dst, dst_device, src, src_device, nbytes);
+}
+void* host_allocate(size_t nbytes) {
+    LUMEN_FAIL("cuda", "cannot allocate ", nbytes, " bytes of pinned host memory: lumen was built "
+               "without CUDA (LUMEN_CUDA=OFF)");
+}
+void host_free(void*) {}
 }  // namespace cuda
 #endif
 

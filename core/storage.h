@@ -26,6 +26,13 @@ class Storage {
     void* data() const { return data_; }
     size_t nbytes() const { return nbytes_; }
     Device device() const { return device_; }
+    // Page-locked host memory (Tensor::pin_memory): host<->device copies from or to it can be
+    // asynchronous.
+    bool pinned() const { return pinned_; }
+    // nbytes of page-locked host memory (cudaHostAlloc), freed with cudaFreeHost (which waits
+    // for the device, so a pending asynchronous copy never reads freed memory). Throws [cuda]
+    // without CUDA or a device.
+    static std::shared_ptr<Storage> pinned_host(size_t nbytes);
 
     int64_t version() const { return version_; }
     void bump_version() { ++version_; }
@@ -36,6 +43,7 @@ class Storage {
     Device device_;
     std::function<void()> release_;
     int64_t version_ = 0;
+    bool pinned_ = false;
 };
 
 // Raw allocation entry points used by Storage. Errors name the request size. Blocks of 256 KiB
@@ -73,6 +81,13 @@ void empty_cache(int device = 0);
 
 // Copies nbytes between host and device or device and device (synchronous on the stream).
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+// The same, queued on the default stream and returning at once: ordered with the kernels
+// launched after it; the host must not touch host memory it reads or writes before
+// cuda_synchronize(). Host memory must be pinned for the copy to be truly asynchronous.
+void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+// Page-locked host memory (cudaHostAlloc / cudaFreeHost). Throws [cuda] naming the size.
+void* host_allocate(size_t nbytes);
+void host_free(void* data);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -85,8 +85,15 @@ class Tensor {
     Tensor contiguous() const;  // this tensor if already contiguous, else a row-major copy
     Tensor clone() const;       // always a fresh contiguous copy
     Tensor to(DType dtype) const;
-    Tensor to(Device device) const;
+    // non_blocking, as in PyTorch: an upload from pinned memory, or a download (into freshly
+    // pinned memory), is queued on the default stream and returns at once; kernels launched
+    // later see the data, the host must call cuda_synchronize() before reading a download.
+    // Other copies ignore the flag.
+    Tensor to(Device device, bool non_blocking = false) const;
     Tensor cpu() const { return to(Device::cpu()); }
+    // A contiguous copy in page-locked host memory (this tensor if already pinned); CPU only.
+    Tensor pin_memory() const;
+    bool is_pinned() const { return storage()->pinned(); }
     Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
     Tensor detach() const;  // shares storage, no autograd history
 

@@ -34,6 +34,8 @@ set +e
     "$build_dir/lumen" info
     "$build_dir/tests/lumen_tests" "[cuda]" || status=1
     ctest --test-dir "$build_dir" --output-on-failure || status=1
+    echo "## check-vectors --device cuda"
+    "$build_dir/lumen" check-vectors tests/data/oracle --device cuda | tail -40 || status=1
     echo "## GPU benchmarks: lumen, then PyTorch (${PYTHON:-python3}) in the same run"
     # Every bench/bench_cuda*.cpp beside its bench/torch_cuda*.py twin.
     for source in bench/bench_cuda*.cpp; do

@@ -31,6 +31,26 @@ void memcpy(void* dst, Device dst_device, const void* src, Device src_device, si
     LUMEN_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, kind));
 }
 
+void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+    cudaMemcpyKind kind = dst_device.is_cpu() ? cudaMemcpyDeviceToHost
+                          : src_device.is_cpu() ? cudaMemcpyHostToDevice
+                                                : cudaMemcpyDeviceToDevice;
+    LUMEN_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, cudaStream_t(0)));
+}
+
+void* host_allocate(size_t nbytes) {
+    void* data = nullptr;
+    cudaError_t status = cudaHostAlloc(&data, nbytes, cudaHostAllocDefault);
+    if (status != cudaSuccess) {
+        cudaGetLastError();  // reset the error so later calls do not report it
+        LUMEN_FAIL("cuda", "cannot allocate ", nbytes, " bytes of pinned host memory: ",
+                   cudaGetErrorString(status));
+    }
+    return data;
+}
+
+void host_free(void* data) { cudaFreeHost(data); }
+
 template <typename T>
 __global__ void fill_kernel(T* data, int64_t count, T value) {
     int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;

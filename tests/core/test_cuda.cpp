@@ -65,12 +65,49 @@ TEST_CASE("gradients flow back across device transfers", "[cuda][core][autograd]
     require_close(x.grad(), mul(x.detach(), scalar_tensor(2.0, DType::float64)));
 }
 
+TEST_CASE("pinned host memory and non-blocking copies", "[cuda][core]") {
+    if (!have_gpu()) {
+        // Without a device there is no page-locked memory to be had: a clear error.
+        require_error([] { ones({4}).pin_memory(); }, {"[cuda]", "16 bytes", "pinned host memory"});
+        return;
+    }
+    Tensor host = arange(0, 1 << 20, 1, DType::float32);
+    Tensor pinned = host.pin_memory();
+    CHECK(pinned.is_pinned());
+    CHECK_FALSE(host.is_pinned());
+    CHECK(pinned.pin_memory().data_ptr() == pinned.data_ptr());  // already pinned: no copy
+    require_close(pinned, host, 0, 0);
+    // A strided source is packed into the pinned copy.
+    Tensor grid = host.reshape({1024, 1024}).t();
+    require_close(grid.pin_memory(), grid.contiguous(), 0, 0);
+    // Upload without waiting, compute on the default stream, download without waiting.
+    Tensor device = pinned.to(Device::cuda(), /*non_blocking=*/true);
+    CHECK(device.is_cuda());
+    Tensor doubled = add(device, device);
+    Tensor back = doubled.to(Device::cpu(), /*non_blocking=*/true);
+    CHECK(back.is_pinned());
+    cuda_synchronize();
+    require_close(back, mul(host, scalar_tensor(2.0)), 0, 0);
+    // A non-contiguous device tensor downloads in logical order; gradients flow through.
+    Tensor leaf = random_input({8, 5}).to(DType::float32).requires_grad_();
+    Tensor down = leaf.cuda().t().to(Device::cpu(), true);
+    cuda_synchronize();
+    require_close(down, leaf.detach().t().contiguous(), 0, 0);
+    sum(down).backward();
+    require_close(leaf.grad(), ones({8, 5}), 0, 0);
+    // Empty tensors and unpinned sources with non_blocking take the ordinary path.
+    CHECK(empty({0, 3}).pin_memory().to(Device::cuda(), true).numel() == 0);
+    require_close(host.to(Device::cuda(), true).cpu(), host, 0, 0);
+}
+
 TEST_CASE("CUDA misuse raises clear errors", "[cuda][core]") {
     if (!have_gpu()) return;
     Tensor device = ones({4}, DType::float32, Device::cuda());
     Tensor host = ones({4}, DType::float32);
     require_error([&] { add(device, host); }, {"[add]", "different devices", "cuda:0", "cpu"});
-    require_error([&] { sum(device); }, {"[sum]", "no CUDA kernel", "issue #4"});
+    require_error([&] { matmul(device.reshape({2, 2}), host.reshape({2, 2})); },
+                  {"[matmul]", "different devices", "cuda:0 [2, 2]", "cpu [2, 2]"});
+    require_error([&] { device.pin_memory(); }, {"[pin_memory]", "only CPU tensors", "cuda:0"});
     require_error([&] { zeros({4}, DType::float32, Device::cuda(999)); }, {"[cuda]", "cuda:999"});
 }
 
