@@ -24,6 +24,21 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, F&& body) {
     }
 }
 
+// float32, float64, float16, bfloat16: CUDA kernels that compute the half types (in float,
+// see core/cuda/kernel_util.cuh).
+template <typename F>
+decltype(auto) dispatch_floating_half(DType dtype, const char* op, F&& body) {
+    switch (dtype) {
+        case DType::float16: return body.template operator()<Half>();
+        case DType::bfloat16: return body.template operator()<BFloat16>();
+        case DType::float32: return body.template operator()<float>();
+        case DType::float64: return body.template operator()<double>();
+        default:
+            LUMEN_FAIL(op, "not implemented for dtype ", dtype,
+                       " (expected float32, float64, float16 or bfloat16)");
+    }
+}
+
 // float32, float64, int64, int32, uint8.
 template <typename F>
 decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& body) {

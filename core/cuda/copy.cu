@@ -6,20 +6,11 @@
 #include <cuda_fp16.h>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/kernel_util.cuh"
 #include "core/cuda/strided.cuh"
 
 namespace lumen::cuda {
 namespace {
-
-__device__ float bf16_bits_to_float(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
-
-__device__ uint16_t float_to_bf16_bits(float value) {
-    uint32_t bits = __float_as_uint(value);
-    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
-        return uint16_t((bits >> 16) | 0x40);  // NaN stays a (quiet) NaN
-    bits += 0x7fffu + ((bits >> 16) & 1u);     // round to nearest even
-    return uint16_t(bits >> 16);
-}
 
 __device__ bool integral_dtype(DType dtype) {
     return dtype == DType::int64 || dtype == DType::int32 || dtype == DType::uint8 ||
