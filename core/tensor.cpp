@@ -38,11 +38,34 @@ Tensor Tensor::detach() const {
     return Tensor(std::move(impl));
 }
 
+void Tensor::set_data(const Tensor& source) const {
+    const auto& impl = checked();
+    LUMEN_CHECK(source.defined(), "set_data", "the source tensor is undefined");
+    LUMEN_CHECK(impl->grad_fn == nullptr, "set_data",
+                "can only replace the data of a leaf "
+                "tensor (this one was produced by '",
+                impl->grad_fn->name(), "')");
+    LUMEN_CHECK(!impl->requires_grad || is_floating(source.dtype()), "set_data",
+                "the tensor requires grad, so its new dtype must be floating, got ",
+                source.dtype());
+    const auto& from = source.impl();
+    impl->storage = from->storage;
+    impl->shape = from->shape;
+    impl->strides = from->strides;
+    impl->offset = from->offset;
+    impl->dtype = from->dtype;
+    if (impl->grad && (impl->grad->shape != impl->shape || impl->grad->dtype != impl->dtype ||
+                       impl->grad->storage->device() != impl->storage->device()))
+        impl->grad = nullptr;
+}
+
 Tensor& Tensor::requires_grad_(bool enabled) {
     LUMEN_CHECK(!enabled || is_floating_point(), "requires_grad_",
                 "only floating-point tensors can require gradients, got dtype ", dtype());
-    LUMEN_CHECK(is_leaf(), "requires_grad_", "can only be set on a leaf tensor (this one was "
-                "produced by '", grad_fn()->name(), "'); use detach() first");
+    LUMEN_CHECK(is_leaf(), "requires_grad_",
+                "can only be set on a leaf tensor (this one was "
+                "produced by '",
+                grad_fn()->name(), "'); use detach() first");
     impl_->requires_grad = enabled;
     return *this;
 }
@@ -71,9 +94,8 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
 double read_element(const Tensor& cpu_tensor, int64_t linear_index) {
     StridedView view = strided(cpu_tensor, "read_element");
     int64_t offset = strided_offset(view, linear_index);
-    return dispatch_all(view.dtype, "read_element", [&]<typename T>() {
-        return convert<double>(view.ptr<T>()[offset]);
-    });
+    return dispatch_all(view.dtype, "read_element",
+                        [&]<typename T>() { return convert<double>(view.ptr<T>()[offset]); });
 }
 
 template <typename T>
@@ -109,9 +131,9 @@ T Tensor::at(std::initializer_list<int64_t> index) const {
     return element.item<T>();
 }
 
-#define LUMEN_INSTANTIATE_ACCESS(T)                                         \
-    template std::vector<T> Tensor::to_vector<T>() const;                   \
-    template T Tensor::item<T>() const;                                     \
+#define LUMEN_INSTANTIATE_ACCESS(T)                       \
+    template std::vector<T> Tensor::to_vector<T>() const; \
+    template T Tensor::item<T>() const;                   \
     template T Tensor::at<T>(std::initializer_list<int64_t>) const;
 LUMEN_INSTANTIATE_ACCESS(float)
 LUMEN_INSTANTIATE_ACCESS(double)
@@ -124,8 +146,7 @@ LUMEN_INSTANTIATE_ACCESS(bool)
 // ---- factories ----
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-    for (int64_t s : shape)
-        LUMEN_CHECK(s >= 0, "empty", "negative size in shape ", shape);
+    for (int64_t s : shape) LUMEN_CHECK(s >= 0, "empty", "negative size in shape ", shape);
     auto impl = std::make_shared<TensorImpl>();
     impl->storage = std::make_shared<Storage>(size_t(shape_numel(shape)) * itemsize(dtype), device);
     impl->shape = shape;
@@ -233,8 +254,10 @@ void check_same_device(const char* op, std::initializer_list<Tensor> tensors) {
     bool same = true;
     for (const Tensor& t : tensors) {
         if (!t.defined()) continue;
-        if (first == nullptr) first = &t;
-        else same = same && t.device() == first->device();
+        if (first == nullptr)
+            first = &t;
+        else
+            same = same && t.device() == first->device();
     }
     if (same) return;
     std::ostringstream list;

@@ -46,7 +46,7 @@ class Tensor {
     // ---- metadata ----
     const Shape& shape() const { return checked()->shape; }
     const Shape& strides() const { return checked()->strides; }
-    int64_t size(int64_t dim) const;    // negative dims count from the end
+    int64_t size(int64_t dim) const;  // negative dims count from the end
     int64_t stride(int64_t dim) const;
     int64_t ndim() const { return int64_t(shape().size()); }
     int64_t dim() const { return ndim(); }
@@ -96,6 +96,12 @@ class Tensor {
     bool is_pinned() const { return storage()->pinned(); }
     Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
     Tensor detach() const;  // shares storage, no autograd history
+    // Makes this leaf use source's data (storage, shape, strides, offset, dtype) while staying
+    // the same tensor, so every handle to it sees the change: PyTorch's `param.data = source`,
+    // what Module::to and optimizers' device moves use. Keeps requires_grad (the new dtype must
+    // then be floating); drops .grad() when its shape, dtype or device no longer match.
+    // Throws [set_data] for a non-leaf tensor or an undefined source.
+    void set_data(const Tensor& source) const;
 
     // ---- in-place (not recorded by autograd; they bump the storage version) ----
     Tensor& copy_(const Tensor& src);  // src broadcasts to this shape, any dtype/device

@@ -10,3 +10,4 @@
 #include "core/safetensors.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
+#include "nn/nn.h"

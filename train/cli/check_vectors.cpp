@@ -110,6 +110,7 @@ Tensor make_leaf(const Tensor& loaded, Device device, bool requires_grad) {
 }
 
 void fill_call(const VectorTensors& t, Device device, VectorCall* call) {
+    call->device = device;
     for (const auto& [name, tensor] : t.in)
         call->inputs[name] = make_leaf(tensor, device, t.grad_in.count(name) > 0);
     for (const auto& [name, tensor] : t.p) call->params[name] = make_leaf(tensor, device, true);

@@ -73,6 +73,7 @@ struct VectorCall {
     TensorMap buffers;  // b.<name>
     VectorConfig config;
     std::string module;
+    Device device = Device::cpu();  // where the runner put the tensors (modules move there)
 
     // The input `name`; throws "[<module>] the vector has no input 'in.<name>'".
     const Tensor& input(const std::string& name);

@@ -1,0 +1,77 @@
+// The attention registry. Built-in variants are added here by name on first use (a static
+// library would drop self-registering objects nobody references); variants defined outside
+// the library register themselves with AttentionRegistration.
+#include "nn/attention/attention.h"
+
+#include <map>
+#include <mutex>
+
+namespace lumen::nn {
+
+namespace {
+
+std::map<std::string, AttentionFactory>& registry() {
+    static std::map<std::string, AttentionFactory> factories;
+    return factories;
+}
+
+std::mutex& registry_mutex() {
+    static std::mutex mutex;
+    return mutex;
+}
+
+// One line per built-in variant: its name and its factory, declared in its header.
+void add_builtins(std::map<std::string, AttentionFactory>& factories) {
+    (void)factories;  // the built-in variants are added below as they land
+}
+
+void ensure_builtins() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        std::lock_guard<std::mutex> lock(registry_mutex());
+        add_builtins(registry());
+    });
+}
+
+}  // namespace
+
+double AttentionConfig::option(const std::string& name, double fallback) const {
+    for (const auto& [key, value] : options)
+        if (key == name) return value;
+    return fallback;
+}
+
+void register_attention(const std::string& name, AttentionFactory factory) {
+    ensure_builtins();
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    LUMEN_CHECK(!registry().count(name), "attention", "a variant named '", name,
+                "' is already registered");
+    registry()[name] = std::move(factory);
+}
+
+std::vector<std::string> attention_names() {
+    ensure_builtins();
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    std::vector<std::string> names;
+    for (const auto& [name, unused] : registry()) names.push_back(name);
+    return names;
+}
+
+std::shared_ptr<Attention> make_attention(const AttentionConfig& config) {
+    ensure_builtins();
+    AttentionFactory factory;
+    {
+        std::lock_guard<std::mutex> lock(registry_mutex());
+        auto it = registry().find(config.type);
+        if (it != registry().end()) factory = it->second;
+    }
+    if (!factory) {
+        std::string known;
+        for (const std::string& name : attention_names())
+            known += (known.empty() ? "" : ", ") + name;
+        LUMEN_FAIL("attention", "unknown variant '", config.type, "' (registered: ", known, ")");
+    }
+    return factory(config);
+}
+
+}  // namespace lumen::nn

@@ -1,0 +1,81 @@
+// Conv and ConvTranspose modules: parameter shapes, PyTorch's default init, dispatch to the
+// conv ops by dimensionality.
+#include "nn/conv.h"
+
+#include "nn/init.h"
+#include "ops/conv.h"
+
+namespace lumen::nn {
+
+namespace {
+
+std::string list_text(const std::vector<int64_t>& values) {
+    std::string out = "(";
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+    return out + ")";
+}
+
+}  // namespace
+
+Conv::Conv(const char* type_name, int nd, bool transposed, int64_t in, int64_t out,
+           const std::vector<int64_t>& kernel, ConvOptions opts)
+    : Module(type_name),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(kernel),
+      options(std::move(opts)),
+      nd_(nd),
+      transposed_(transposed) {
+    LUMEN_CHECK(in > 0 && out > 0 && options.groups > 0, type_name,
+                "channels and groups must be positive, got in ", in, ", out ", out, ", groups ",
+                options.groups);
+    LUMEN_CHECK(in % options.groups == 0 && out % options.groups == 0, type_name, "in_channels ",
+                in, " and out_channels ", out, " must be divisible by groups ", options.groups);
+    LUMEN_CHECK(kernel.size() == 1 || int(kernel.size()) == nd, type_name,
+                "kernel_size needs 1 or ", nd, " values, got ", kernel);
+    LUMEN_CHECK(!transposed || options.padding_mode.empty(), type_name, "padding_mode '",
+                options.padding_mode, "' is not supported for transposed conv");
+    if (kernel_size.size() == 1) kernel_size.assign(size_t(nd), kernel[0]);
+    Shape shape = transposed ? Shape{in, out / options.groups} : Shape{out, in / options.groups};
+    for (int64_t k : kernel_size) {
+        LUMEN_CHECK(k > 0, type_name, "kernel sizes must be positive, got ", kernel);
+        shape.push_back(k);
+    }
+    weight = register_parameter("weight", empty(shape));
+    if (options.bias) bias = register_parameter("bias", empty({out}));
+    init::torch_default_(weight, bias);
+}
+
+Tensor Conv::forward(const Tensor& x) {
+    const ConvOptions& o = options;
+    if (transposed_) {
+        return nd_ == 2 ? conv_transpose2d(x, weight, bias, o.stride, o.padding, o.output_padding,
+                                           o.groups, o.dilation)
+                        : conv_transpose3d(x, weight, bias, o.stride, o.padding, o.output_padding,
+                                           o.groups, o.dilation);
+    }
+    if (!o.padding_mode.empty()) {
+        ConvPadding mode(o.padding_mode);
+        if (nd_ == 1) return conv1d(x, weight, bias, o.stride, mode, o.dilation, o.groups);
+        if (nd_ == 2) return conv2d(x, weight, bias, o.stride, mode, o.dilation, o.groups);
+        return conv3d(x, weight, bias, o.stride, mode, o.dilation, o.groups);
+    }
+    if (nd_ == 1) return conv1d(x, weight, bias, o.stride, o.padding, o.dilation, o.groups);
+    if (nd_ == 2) return conv2d(x, weight, bias, o.stride, o.padding, o.dilation, o.groups);
+    return conv3d(x, weight, bias, o.stride, o.padding, o.dilation, o.groups);
+}
+
+std::string Conv::extra_repr() const {
+    std::string out = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
+                      ", kernel_size=" + list_text(kernel_size) +
+                      ", stride=" + list_text(options.stride);
+    if (!options.padding_mode.empty())
+        out += ", padding=" + options.padding_mode;
+    else
+        out += ", padding=" + list_text(options.padding);
+    if (options.groups != 1) out += ", groups=" + std::to_string(options.groups);
+    if (!options.bias) out += ", bias=false";
+    return out;
+}
+
+}  // namespace lumen::nn

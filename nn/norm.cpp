@@ -1,0 +1,109 @@
+// Normalization modules: parameters, buffers and the mode logic of batch norm (which
+// statistics to use and how the running ones advance).
+#include "nn/norm.h"
+
+#include <algorithm>
+
+#include "core/autograd.h"
+#include "ops/elementwise.h"
+#include "ops/norm.h"
+
+namespace lumen::nn {
+
+namespace {
+
+std::string shape_text(const Shape& shape) {
+    std::string out = "(";
+    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + ")";
+}
+
+}  // namespace
+
+LayerNorm::LayerNorm(Shape shape, double epsilon, bool elementwise_affine, bool has_bias)
+    : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(epsilon) {
+    LUMEN_CHECK(!normalized_shape.empty() && shape_numel(normalized_shape) > 0, "LayerNorm",
+                "normalized_shape must be non-empty with positive sizes, got ", normalized_shape);
+    if (elementwise_affine) {
+        weight = register_parameter("weight", ones(normalized_shape));
+        if (has_bias) bias = register_parameter("bias", zeros(normalized_shape));
+    }
+}
+Tensor LayerNorm::forward(const Tensor& x) {
+    return layer_norm(x, normalized_shape, weight, bias, eps);
+}
+std::string LayerNorm::extra_repr() const {
+    return shape_text(normalized_shape) + ", eps=" + std::to_string(eps);
+}
+
+RMSNorm::RMSNorm(Shape shape, double epsilon, bool elementwise_affine)
+    : Module("RMSNorm"), normalized_shape(std::move(shape)), eps(epsilon) {
+    LUMEN_CHECK(!normalized_shape.empty() && shape_numel(normalized_shape) > 0, "RMSNorm",
+                "normalized_shape must be non-empty with positive sizes, got ", normalized_shape);
+    if (elementwise_affine) weight = register_parameter("weight", ones(normalized_shape));
+}
+Tensor RMSNorm::forward(const Tensor& x) { return rms_norm(x, normalized_shape, weight, eps); }
+std::string RMSNorm::extra_repr() const {
+    return shape_text(normalized_shape) + ", eps=" + std::to_string(eps);
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double epsilon, bool affine)
+    : Module("GroupNorm"), num_groups(groups), num_channels(channels), eps(epsilon) {
+    LUMEN_CHECK(groups > 0 && channels > 0 && channels % groups == 0, "GroupNorm", "num_channels ",
+                channels, " must be a positive multiple of num_groups ", groups);
+    if (affine) {
+        weight = register_parameter("weight", ones({channels}));
+        bias = register_parameter("bias", zeros({channels}));
+    }
+}
+Tensor GroupNorm::forward(const Tensor& x) { return group_norm(x, num_groups, weight, bias, eps); }
+std::string GroupNorm::extra_repr() const {
+    return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
+           ", eps=" + std::to_string(eps);
+}
+
+BatchNorm::BatchNorm(const char* type_name, std::vector<int64_t> input_ndims, int64_t features,
+                     double epsilon, std::optional<double> mom, bool affine,
+                     bool track_running_stats)
+    : Module(type_name),
+      num_features(features),
+      eps(epsilon),
+      momentum(mom),
+      input_ndims_(std::move(input_ndims)) {
+    LUMEN_CHECK(features > 0, type_name, "num_features must be positive, got ", features);
+    if (affine) {
+        weight = register_parameter("weight", ones({features}));
+        bias = register_parameter("bias", zeros({features}));
+    }
+    if (track_running_stats) {
+        running_mean = register_buffer("running_mean", zeros({features}));
+        running_var = register_buffer("running_var", ones({features}));
+        num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::int64));
+    }
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+    bool rank_ok =
+        std::find(input_ndims_.begin(), input_ndims_.end(), x.ndim()) != input_ndims_.end();
+    LUMEN_CHECK(rank_ok && x.size(1) == num_features, type_name(), "expects input (B, ",
+                num_features, ", ...) of rank ", input_ndims_, ", got shape ", x.shape());
+    bool tracking = running_mean.defined();
+    if (!is_training() && tracking)
+        return batch_norm(x, running_mean, running_var, weight, bias, false, 0.0, eps);
+    double factor = momentum.value_or(0.0);
+    if (is_training() && tracking) {
+        NoGradGuard no_grad;
+        // Stays on the device: no host round trip unless the cumulative average needs the count.
+        num_batches_tracked.copy_(add(num_batches_tracked, 1.0));
+        if (!momentum) factor = 1.0 / double(num_batches_tracked.item<int64_t>());
+    }
+    return batch_norm(x, tracking ? running_mean : Tensor(), tracking ? running_var : Tensor(),
+                      weight, bias, true, factor, eps);
+}
+
+std::string BatchNorm::extra_repr() const {
+    return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
+           (momentum ? ", momentum=" + std::to_string(*momentum) : ", momentum=None");
+}
+
+}  // namespace lumen::nn
