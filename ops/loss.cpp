@@ -1,7 +1,7 @@
 // Losses: argument checks (shapes, dtypes, reduction), the (N, C, S) and pointwise layouts
 // the kernels take, the reduction, and the backward rules, which run dedicated kernels on the
-// saved inputs (cross_entropy also keeps the per-sample logsumexp, N S values). Kernels in
-// ops/cpu/loss.cpp (class losses) and ops/cpu/loss_pointwise.cpp.
+// saved inputs (cross_entropy also keeps the per-sample logsumexp, N S values). Kernels of the
+// input's device: ops/{cpu,cuda}/loss (class losses) and ops/{cpu,cuda}/loss_pointwise.
 #include "ops/loss.h"
 
 #include <cmath>
@@ -27,7 +27,6 @@ Reduction parse_reduction(const std::string& reduction, const char* op) {
 
 void check_floating_input(const Tensor& input, const char* op) {
     LUMEN_CHECK(input.defined(), op, "got an undefined input");
-    if (input.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
     LUMEN_CHECK(input.dtype() == DType::float32 || input.dtype() == DType::float64, op,
                 "expects a float32 or float64 input, got ", input.dtype(), " (shape ",
                 input.shape(), ")");
@@ -35,10 +34,9 @@ void check_floating_input(const Tensor& input, const char* op) {
 
 // A float tensor that must share input's dtype and device (target, weights).
 void check_companion(const Tensor& t, const Tensor& input, const char* what, const char* op) {
+    check_same_device(op, {input, t});
     LUMEN_CHECK(t.dtype() == input.dtype(), op, what, " must have the input's dtype ",
                 input.dtype(), ", got ", t.dtype());
-    LUMEN_CHECK(t.device() == input.device(), op, what, " is on ", t.device(),
-                " but the input is on ", input.device());
 }
 
 // A contiguous copy (or t itself) without autograd history: the op's node maps gradients to
@@ -66,8 +64,10 @@ StridedView optional_view(const Tensor& t, const char* op) {
     return t.defined() ? strided(t, op) : StridedView{};
 }
 
-// Reduced value as a 0-d tensor of `dtype`.
-Tensor reduced(double value, DType dtype) { return scalar_tensor(value, dtype); }
+// Element `index` of a contiguous tensor on either device (for error messages).
+double element_at(const Tensor& t, int64_t index) {
+    return read_element(t.is_cuda() ? t.cpu() : t, index);
+}
 
 // ---- class losses ----
 
@@ -108,10 +108,12 @@ void check_class_weight(const Tensor& weight, const Tensor& input, int64_t class
     check_companion(weight, input, "weight", op);
 }
 
+// The "none" losses, or the reduced value as a 0-d tensor of `input`'s dtype and device.
 Tensor finish(Reduction reduction, double total, double divisor, const Tensor& losses,
-              DType dtype) {
+              const Tensor& input) {
     if (reduction == Reduction::none) return losses;
-    return reduced(reduction == Reduction::sum ? total : total / divisor, dtype);
+    double value = reduction == Reduction::sum ? total : total / divisor;
+    return scalar_tensor(value, input.dtype(), input.device());
 }
 
 // The per-sample gradient (for "none") and the scale of the reduction for a backward call.
@@ -132,34 +134,49 @@ GradScale grad_scale(const Tensor& grad_out, Reduction reduction, double divisor
 
 // cross_entropy / nll_loss with class-index targets.
 Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
-                        const cpu::ClassLossOptions& options, Reduction reduction, const char* op) {
+                        const ClassLossOptions& options, Reduction reduction, const char* op) {
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), t = contiguous_data(target), w = contiguous_data(weight);
     bool record = needs_recording({input});
-    Tensor losses = reduction == Reduction::none ? empty(target.shape(), input.dtype()) : Tensor();
-    Tensor lse = record && options.from_logits ? empty(p.ns(), input.dtype()) : Tensor();
+    Device device = input.device();
+    Tensor losses =
+        reduction == Reduction::none ? empty(target.shape(), input.dtype(), device) : Tensor();
+    Tensor lse = record && options.from_logits ? empty(p.ns(), input.dtype(), device) : Tensor();
     double totals[2] = {0, 0};
-    int64_t invalid = cpu::class_loss_forward(
-        view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op), options,
-        view_as(losses, p.ns(), op), view_as(lse, p.ns(), op), totals);
-    LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : t.data_ptr<int64_t>()[invalid],
+    int64_t invalid = -1;
+    StridedView views[] = {view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op),
+                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+    if (input.is_cuda()) {
+        LUMEN_ON_CUDA(op, invalid = cuda::class_loss_forward(views[0], views[1], views[2], options,
+                                                             views[3], views[4], totals));
+    } else {
+        invalid = cpu::class_loss_forward(views[0], views[1], views[2], options, views[3], views[4],
+                                          totals);
+    }
+    LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : int64_t(element_at(t, invalid)),
                 " is out of bounds for ", p.classes, " classes (valid: 0 to ", p.classes - 1,
                 " or ignore_index ", options.ignore_index, "; at flat index ", invalid,
                 " of a target of shape ", target.shape(), ")");
     double total_weight = totals[1];
-    Tensor out = finish(reduction, totals[0], total_weight, losses, input.dtype());
+    Tensor out = finish(reduction, totals[0], total_weight, losses, input);
     // d loss_i / d x_c = softmax_c a_i - b_i w_c - [c == t_i] (1 - ls) w[t_i] (see kernels.h)
     record_backward(op, {input}, out,
                     [p, options, reduction, total_weight, op, saved_x = save(x), saved_t = save(t),
                      saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
                         Tensor x = saved_x.get();
                         GradScale g = grad_scale(grad_out, reduction, total_weight);
-                        Tensor grad_input = empty(x.shape(), x.dtype());
-                        cpu::class_loss_backward(
-                            view_as(x, p.nsc(), op), view_as(saved_t.get(), p.ns(), op),
-                            optional_view(saved_w.get(), op), options,
-                            view_as(saved_lse.get(), p.ns(), op), view_as(g.per_sample, p.ns(), op),
-                            g.scale, view_as(grad_input, p.nsc(), op));
+                        Tensor grad_input = empty(x.shape(), x.dtype(), x.device());
+                        StridedView v[] = {
+                            view_as(x, p.nsc(), op),           view_as(saved_t.get(), p.ns(), op),
+                            optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
+                            view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op)};
+                        if (x.is_cuda()) {
+                            LUMEN_ON_CUDA(op, cuda::class_loss_backward(v[0], v[1], v[2], options,
+                                                                        v[3], v[4], g.scale, v[5]));
+                        } else {
+                            cpu::class_loss_backward(v[0], v[1], v[2], options, v[3], v[4], g.scale,
+                                                     v[5]);
+                        }
                         return std::vector<Tensor>{grad_input};
                     });
     return out;
@@ -172,15 +189,24 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), q = contiguous_data(target), w = contiguous_data(weight);
     bool need_x = needs_recording({input}), need_q = needs_recording({target});
-    Tensor losses =
-        reduction == Reduction::none ? empty(target_shape_of(input), input.dtype()) : Tensor();
-    Tensor lse = empty(p.ns(), input.dtype());
+    Device device = input.device();
+    Tensor losses = reduction == Reduction::none
+                        ? empty(target_shape_of(input), input.dtype(), device)
+                        : Tensor();
+    Tensor lse = empty(p.ns(), input.dtype(), device);
     double total = 0;
-    cpu::soft_cross_entropy_forward(view_as(x, p.nsc(), op), view_as(q, p.nsc(), op),
-                                    optional_view(w, op), label_smoothing,
-                                    view_as(losses, p.ns(), op), view_as(lse, p.ns(), op), &total);
+    StridedView views[] = {view_as(x, p.nsc(), op), view_as(q, p.nsc(), op), optional_view(w, op),
+                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+    if (input.is_cuda()) {
+        LUMEN_ON_CUDA(
+            op, cuda::soft_cross_entropy_forward(views[0], views[1], views[2], label_smoothing,
+                                                 views[3], views[4], &total));
+    } else {
+        cpu::soft_cross_entropy_forward(views[0], views[1], views[2], label_smoothing, views[3],
+                                        views[4], &total);
+    }
     double samples = double(p.samples * p.positions);
-    Tensor out = finish(reduction, total, samples, losses, input.dtype());
+    Tensor out = finish(reduction, total, samples, losses, input);
     // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c)
     record_backward(
         op, {input, target}, out,
@@ -188,13 +214,21 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
          saved_q = save(q), saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
             Tensor x = saved_x.get();
             GradScale g = grad_scale(grad_out, reduction, samples);
-            Tensor grad_input = need_x ? empty(x.shape(), x.dtype()) : Tensor();
-            Tensor grad_target = need_q ? empty(x.shape(), x.dtype()) : Tensor();
-            cpu::soft_cross_entropy_backward(
-                view_as(x, p.nsc(), op), view_as(saved_q.get(), p.nsc(), op),
-                optional_view(saved_w.get(), op), label_smoothing,
-                view_as(saved_lse.get(), p.ns(), op), view_as(g.per_sample, p.ns(), op), g.scale,
-                view_as(grad_input, p.nsc(), op), view_as(grad_target, p.nsc(), op));
+            Tensor grad_input = need_x ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
+            Tensor grad_target = need_q ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
+            StridedView v[] = {
+                view_as(x, p.nsc(), op),           view_as(saved_q.get(), p.nsc(), op),
+                optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
+                view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op),
+                view_as(grad_target, p.nsc(), op)};
+            if (x.is_cuda()) {
+                LUMEN_ON_CUDA(
+                    op, cuda::soft_cross_entropy_backward(v[0], v[1], v[2], label_smoothing, v[3],
+                                                          v[4], g.scale, v[5], v[6]));
+            } else {
+                cpu::soft_cross_entropy_backward(v[0], v[1], v[2], label_smoothing, v[3], v[4],
+                                                 g.scale, v[5], v[6]);
+            }
             return std::vector<Tensor>{grad_input, grad_target};
         });
     return out;
@@ -210,8 +244,7 @@ void check_class_index_target(const Tensor& input, const Tensor& target, const c
                 ", got ", target.shape());
     LUMEN_CHECK(target.dtype() == DType::int64, op, "expects int64 class indices as target, got ",
                 target.dtype());
-    LUMEN_CHECK(target.device() == input.device(), op, "target is on ", target.device(),
-                " but the input is on ", input.device());
+    check_same_device(op, {input, target});
 }
 
 // ---- pointwise losses ----
@@ -272,16 +305,25 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
     auto weight_view = [op, shape](const Tensor& t) {
         return t.defined() ? strided_as(t, shape, op) : StridedView{};
     };
-    Tensor losses = reduction == Reduction::none ? empty(shape, input.dtype()) : Tensor();
+    Tensor losses =
+        reduction == Reduction::none ? empty(shape, input.dtype(), input.device()) : Tensor();
     int64_t invalid = -1;
-    double total = cpu::pointwise_loss_forward(spec.kind, spec.param, strided(x, op),
-                                               strided(y, op), weight_view(w), weight_view(pw),
-                                               optional_view(losses, op), &invalid);
+    double total = 0;
+    StridedView views[] = {strided(x, op), strided(y, op), weight_view(w), weight_view(pw),
+                           optional_view(losses, op)};
+    if (input.is_cuda()) {
+        LUMEN_ON_CUDA(
+            op, total = cuda::pointwise_loss_forward(spec.kind, spec.param, views[0], views[1],
+                                                     views[2], views[3], views[4], &invalid));
+    } else {
+        total = cpu::pointwise_loss_forward(spec.kind, spec.param, views[0], views[1], views[2],
+                                            views[3], views[4], &invalid);
+    }
     LUMEN_CHECK(invalid < 0, op, "all elements of input should be between 0 and 1, got ",
-                invalid < 0 ? 0.0 : read_element(x, invalid), " at flat index ", invalid,
+                invalid < 0 ? 0.0 : element_at(x, invalid), " at flat index ", invalid,
                 " of shape ", shape);
     double count = double(shape_numel(shape));
-    Tensor out = finish(reduction, total, count, losses, input.dtype());
+    Tensor out = finish(reduction, total, count, losses, input);
     bool need_x = needs_recording({input}), need_y = needs_recording({target});
     Shape input_shape = input.shape(), target_shape = target.shape();
     // The element derivatives are listed in ops/loss_kernels.h; broadcast inputs sum theirs.
@@ -291,14 +333,23 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
                      saved_pw = save(pw)](const Tensor& grad_out) {
                         Tensor x = saved_x.get();
                         GradScale g = grad_scale(grad_out, reduction, count);
-                        Tensor grad_x = need_x ? empty(shape, x.dtype()) : Tensor();
-                        Tensor grad_y = need_y ? empty(shape, x.dtype()) : Tensor();
-                        cpu::pointwise_loss_backward(
-                            spec.kind, spec.param, strided(x, spec.op),
-                            strided(saved_y.get(), spec.op), weight_view(saved_w.get()),
-                            weight_view(saved_pw.get()), optional_view(g.per_sample, spec.op),
-                            g.scale, optional_view(grad_x, spec.op),
-                            optional_view(grad_y, spec.op));
+                        Tensor grad_x = need_x ? empty(shape, x.dtype(), x.device()) : Tensor();
+                        Tensor grad_y = need_y ? empty(shape, x.dtype(), x.device()) : Tensor();
+                        StridedView v[] = {strided(x, spec.op),
+                                           strided(saved_y.get(), spec.op),
+                                           weight_view(saved_w.get()),
+                                           weight_view(saved_pw.get()),
+                                           optional_view(g.per_sample, spec.op),
+                                           optional_view(grad_x, spec.op),
+                                           optional_view(grad_y, spec.op)};
+                        if (x.is_cuda()) {
+                            LUMEN_ON_CUDA(spec.op, cuda::pointwise_loss_backward(
+                                                       spec.kind, spec.param, v[0], v[1], v[2],
+                                                       v[3], v[4], g.scale, v[5], v[6]));
+                        } else {
+                            cpu::pointwise_loss_backward(spec.kind, spec.param, v[0], v[1], v[2],
+                                                         v[3], v[4], g.scale, v[5], v[6]);
+                        }
                         if (need_x) grad_x = sum_to(grad_x, input_shape);
                         if (need_y) grad_y = sum_to(grad_y, target_shape);
                         return std::vector<Tensor>{grad_x, grad_y};
@@ -327,7 +378,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
         return class_probability_loss(input, target, weight, label_smoothing, mode);
     }
     check_class_index_target(input, target, op);
-    cpu::ClassLossOptions options;
+    ClassLossOptions options;
     options.ignore_index = ignore_index;
     options.label_smoothing = label_smoothing;
     options.from_logits = true;
@@ -343,7 +394,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
     ClassProblem p = class_problem(input, op);
     check_class_weight(weight, input, p.classes, op);
     check_class_index_target(input, target, op);
-    cpu::ClassLossOptions options;
+    ClassLossOptions options;
     options.ignore_index = ignore_index;
     options.from_logits = false;
     return class_index_loss(input, target, weight, options, mode, op);

@@ -1,7 +1,8 @@
 // Loss functions with PyTorch's names, argument order, defaults and semantics
-// (torch.nn.functional), plus charbonnier_loss. Each runs a dedicated CPU kernel forward and
+// (torch.nn.functional), plus charbonnier_loss. Each runs a dedicated kernel forward and
 // backward; cross_entropy computes log_softmax over the class dim inside its kernel (no
-// one-hot, no materialised log-probabilities). float32/float64; CUDA inputs throw for now.
+// one-hot, no materialised log-probabilities). float32/float64 on CPU and CUDA (every tensor
+// on the input's device; the result, reduced or not, too).
 // reduction is "mean" (default), "sum" or "none": "mean" and "sum" give a 0-d tensor, "none"
 // the per-element (per-sample for class losses) losses. Errors are lumen::Error "[op] ...".
 #pragma once

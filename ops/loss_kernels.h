@@ -1,11 +1,12 @@
-// Internal: the CPU loss kernels. Class losses (cross_entropy, nll_loss) see their input as
+// Internal: the loss kernels. Class losses (cross_entropy, nll_loss) see their input as
 // contiguous (N, C, S): S = d1 * ... * dk positions per sample, so element (n, c, s) sits at
 // (n * C + c) * S + s. Pointwise losses (mse, l1, smooth_l1, huber, charbonnier,
 // binary_cross_entropy[_with_logits]) see contiguous input and target of one shape and
 // optional broadcast weights. An absent optional view has data == nullptr. Totals are summed
 // per fixed block of the data and the blocks added in order in double, so they do not depend
-// on the thread count. Kernels in ops/cpu/loss.cpp and ops/cpu/loss_pointwise.cpp; no CUDA
-// kernels yet.
+// on the thread count. Kernels in ops/cpu/loss.cpp and ops/cpu/loss_pointwise.cpp; the CUDA
+// ones (same signatures and semantics, totals summed per block and the blocks added in order
+// in float, double for float64) in ops/cuda/loss.cu and ops/cuda/loss_pointwise.cu.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +26,15 @@ enum class PointwiseLoss {
     binary_cross_entropy_with_logits,  // w ((1 - y) x + (1 + (pw - 1) y) softplus(-x))
 };
 
-namespace cpu {
-
-// ---- class-index targets: cross_entropy (from logits) and nll_loss (from log-probs) ----
-
 struct ClassLossOptions {
     int64_t ignore_index = -100;
     double label_smoothing = 0.0;  // cross_entropy only
     bool from_logits = true;       // cross_entropy: log_softmax over C inside the kernel
 };
+
+namespace cpu {
+
+// ---- class-index targets: cross_entropy (from logits) and nll_loss (from log-probs) ----
 
 // Shapes: input (N, C, S) contiguous float32/float64; target (N, S) int64 contiguous; weight
 // (C) of input's dtype or absent; losses and lse (N, S) of input's dtype, each optional
@@ -100,5 +101,34 @@ void pointwise_loss_backward(PointwiseLoss kind, double param, const StridedView
                              const StridedView& grad_target);
 
 }  // namespace cpu
+
+// The same kernels on the tensors' CUDA device, float32/float64. The host values they return
+// (totals, the first invalid index) are copied back after the launches (one synchronization).
+namespace cuda {
+int64_t class_loss_forward(const StridedView& input, const StridedView& target,
+                           const StridedView& weight, const ClassLossOptions& options,
+                           const StridedView& losses, const StridedView& lse, double totals[2]);
+void class_loss_backward(const StridedView& input, const StridedView& target,
+                         const StridedView& weight, const ClassLossOptions& options,
+                         const StridedView& lse, const StridedView& grad_losses, double scale,
+                         const StridedView& grad_input);
+void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
+                                const StridedView& weight, double label_smoothing,
+                                const StridedView& losses, const StridedView& lse, double* total);
+void soft_cross_entropy_backward(const StridedView& input, const StridedView& target,
+                                 const StridedView& weight, double label_smoothing,
+                                 const StridedView& lse, const StridedView& grad_losses,
+                                 double scale, const StridedView& grad_input,
+                                 const StridedView& grad_target);
+double pointwise_loss_forward(PointwiseLoss kind, double param, const StridedView& input,
+                              const StridedView& target, const StridedView& weight,
+                              const StridedView& pos_weight, const StridedView& out,
+                              int64_t* invalid);
+void pointwise_loss_backward(PointwiseLoss kind, double param, const StridedView& input,
+                             const StridedView& target, const StridedView& weight,
+                             const StridedView& pos_weight, const StridedView& grad_losses,
+                             double scale, const StridedView& grad_input,
+                             const StridedView& grad_target);
+}  // namespace cuda
 
 }  // namespace lumen

@@ -1,8 +1,8 @@
 // Normalization ops: argument checks with PyTorch's messages, the layout each op hands to the
-// row or channel kernels (ops/cpu/norm_rows.cpp, ops/cpu/norm_channels.cpp), running-stat
-// updates, and the backward rules, which run dedicated kernels on the saved input and
-// statistics. Inputs are made contiguous once, without recording (the nodes map gradients to
-// the original tensors).
+// row or channel kernels (ops/{cpu,cuda}/norm_rows, ops/{cpu,cuda}/norm_channels) of the
+// input's device, running-stat updates, and the backward rules, which run dedicated kernels on
+// the saved input and statistics. Inputs are made contiguous once, without recording (the
+// nodes map gradients to the original tensors).
 #include "ops/norm.h"
 
 #include <cmath>
@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "ops/elementwise.h"
 #include "ops/norm_kernels.h"
 
 namespace lumen {
@@ -25,23 +26,27 @@ Tensor contiguous_or_null(const Tensor& t) {
     return t.defined() ? t.contiguous() : Tensor();
 }
 
-void check_input(const Tensor& x, const char* op) {
+// float32/float64 on both devices; `half_on_cuda` also admits float16/bfloat16 CUDA inputs
+// (layer_norm, rms_norm).
+void check_input(const Tensor& x, const char* op, bool half_on_cuda = false) {
     LUMEN_CHECK(x.defined(), op, "got an undefined input");
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    bool half = x.dtype() == DType::float16 || x.dtype() == DType::bfloat16;
+    if (half_on_cuda && half && x.is_cuda()) return;
     LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
-                "expects a float32 or float64 input, got ", x.dtype(), " (shape ", x.shape(), ")");
+                "expects a float32 or float64 input",
+                half_on_cuda ? " (or a half one on CUDA)" : "", ", got ", x.dtype(), " on ",
+                x.device(), " (shape ", x.shape(), ")");
 }
 
 // An optional per-channel (or normalized_shape) tensor: x's dtype and device, shape `shape`.
 void check_param(const Tensor& t, const char* name, const Shape& shape, const Tensor& x,
                  const char* op) {
     if (!t.defined()) return;
+    check_same_device(op, {x, t});
     LUMEN_CHECK(t.shape() == shape, op, "expected ", name, " of shape ", shape, ", got ", name,
                 " of shape ", t.shape(), " (input shape ", x.shape(), ")");
     LUMEN_CHECK(t.dtype() == x.dtype(), op, name, " has dtype ", t.dtype(), " but the input has ",
                 x.dtype());
-    LUMEN_CHECK(t.device() == x.device(), op, name, " is on ", t.device(), " but the input is on ",
-                x.device());
 }
 
 // PyTorch: "Given normalized_shape=[5], expected input with shape [*, 5], but got input of
@@ -64,16 +69,89 @@ int64_t spatial_size(const Tensor& x) {
     return s;
 }
 
-// Row-statistics ops (layer_norm, rms_norm, group_norm, instance_norm with input stats).
-Tensor row_norm(const char* op, const Tensor& x_in, const cpu::RowNormLayout& layout,
+// ---- the kernels of the input's device ----
+
+void row_forward_kernel(const char* op, const RowNormLayout& layout, const Tensor& x,
+                        const Tensor& w, const Tensor& b, double eps, const Tensor& y,
+                        const Tensor& mean, const Tensor& rstd) {
+    StridedView views[] = {strided(x, op), view_or_null(w, op), view_or_null(b, op),
+                           strided(y, op), strided(mean, op),   strided(rstd, op)};
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::row_norm_forward(layout, views[0], views[1], views[2], eps,
+                                                 views[3], views[4], views[5]));
+    } else {
+        cpu::row_norm_forward(layout, views[0], views[1], views[2], eps, views[3], views[4],
+                              views[5]);
+    }
+}
+
+void row_backward_kernel(const char* op, const RowNormLayout& layout, const Tensor& x,
+                         const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& g,
+                         const Tensor& gx, const Tensor& gw, const Tensor& gb) {
+    StridedView views[] = {strided(x, op),       view_or_null(w, op), strided(mean, op),
+                           strided(rstd, op),    strided(g, op),      view_or_null(gx, op),
+                           view_or_null(gw, op), view_or_null(gb, op)};
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::row_norm_backward(layout, views[0], views[1], views[2], views[3],
+                                                  views[4], views[5], views[6], views[7]));
+    } else {
+        cpu::row_norm_backward(layout, views[0], views[1], views[2], views[3], views[4], views[5],
+                               views[6], views[7]);
+    }
+}
+
+void moments_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
+                    const Tensor& mean, const Tensor& var) {
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(
+            op, cuda::channel_moments(layout, strided(x, op), strided(mean, op), strided(var, op)));
+    } else {
+        cpu::channel_moments(layout, strided(x, op), strided(mean, op), strided(var, op));
+    }
+}
+
+void channel_forward_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
+                            const Tensor& mean, const Tensor& var, double eps, const Tensor& w,
+                            const Tensor& b, const Tensor& y) {
+    StridedView views[] = {strided(x, op),      strided(mean, op),   strided(var, op),
+                           view_or_null(w, op), view_or_null(b, op), strided(y, op)};
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::channel_norm_forward(layout, views[0], views[1], views[2], eps,
+                                                     views[3], views[4], views[5]));
+    } else {
+        cpu::channel_norm_forward(layout, views[0], views[1], views[2], eps, views[3], views[4],
+                                  views[5]);
+    }
+}
+
+void channel_backward_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
+                             const Tensor& mean, const Tensor& var, double eps, const Tensor& w,
+                             bool batch_stats, const Tensor& g, const Tensor& gx, const Tensor& gw,
+                             const Tensor& gb) {
+    StridedView views[] = {strided(x, op),       strided(mean, op),   strided(var, op),
+                           view_or_null(w, op),  strided(g, op),      view_or_null(gx, op),
+                           view_or_null(gw, op), view_or_null(gb, op)};
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(
+            op, cuda::channel_norm_backward(layout, views[0], views[1], views[2], eps, views[3],
+                                            batch_stats, views[4], views[5], views[6], views[7]));
+    } else {
+        cpu::channel_norm_backward(layout, views[0], views[1], views[2], eps, views[3], batch_stats,
+                                   views[4], views[5], views[6], views[7]);
+    }
+}
+
+// Row-statistics ops (layer_norm, rms_norm, group_norm, instance_norm with input stats). The
+// saved mean/rstd have x's dtype, float32 for half inputs (CUDA).
+Tensor row_norm(const char* op, const Tensor& x_in, const RowNormLayout& layout,
                 const Tensor& weight, const Tensor& bias, double eps) {
     Tensor x = contiguous_or_null(x_in);
     Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
-    Tensor mean = empty({layout.rows}, x.dtype(), x.device());
-    Tensor rstd = empty({layout.rows}, x.dtype(), x.device());
-    cpu::row_norm_forward(layout, strided(x, op), view_or_null(w, op), view_or_null(b, op), eps,
-                          strided(y, op), strided(mean, op), strided(rstd, op));
+    DType stat_dtype = x.dtype() == DType::float64 ? DType::float64 : DType::float32;
+    Tensor mean = empty({layout.rows}, stat_dtype, x.device());
+    Tensor rstd = empty({layout.rows}, stat_dtype, x.device());
+    row_forward_kernel(op, layout, x, w, b, eps, y, mean, rstd);
     if (!needs_recording({x_in, weight, bias})) return y;
     bool need_x = x_in.requires_grad();
     bool need_w = weight.defined() && weight.requires_grad();
@@ -87,10 +165,8 @@ Tensor row_norm(const char* op, const Tensor& x_in, const cpu::RowNormLayout& la
                         Tensor gx = need_x ? empty_like(x) : Tensor();
                         Tensor gw = need_w ? empty_like(w) : Tensor();
                         Tensor gb = need_b ? empty(bias_shape, x.dtype(), x.device()) : Tensor();
-                        cpu::row_norm_backward(layout, strided(x, op), view_or_null(w, op),
-                                               strided(smean.get(), op), strided(srstd.get(), op),
-                                               strided(g, op), view_or_null(gx, op),
-                                               view_or_null(gw, op), view_or_null(gb, op));
+                        row_backward_kernel(op, layout, x, w, smean.get(), srstd.get(), g, gx, gw,
+                                            gb);
                         return std::vector<Tensor>{gx, gw, gb};
                     });
     return y;
@@ -99,14 +175,13 @@ Tensor row_norm(const char* op, const Tensor& x_in, const cpu::RowNormLayout& la
 // Channel-statistics ops (batch_norm, instance_norm with running stats, seq_norm).
 // `mean`/`var` hold one entry per statistic (contiguous, x's dtype); batch_stats says they
 // were computed from x.
-Tensor channel_norm(const char* op, const Tensor& x_in, const cpu::ChannelNormLayout& layout,
+Tensor channel_norm(const char* op, const Tensor& x_in, const ChannelNormLayout& layout,
                     const Tensor& mean, const Tensor& var, bool batch_stats, const Tensor& weight,
                     const Tensor& bias, double eps) {
     Tensor x = contiguous_or_null(x_in);
     Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
-    cpu::channel_norm_forward(layout, strided(x, op), strided(mean, op), strided(var, op), eps,
-                              view_or_null(w, op), view_or_null(b, op), strided(y, op));
+    channel_forward_kernel(op, layout, x, mean, var, eps, w, b, y);
     if (!needs_recording({x_in, weight, bias})) return y;
     bool need_x = x_in.requires_grad();
     bool need_w = weight.defined() && weight.requires_grad();
@@ -120,25 +195,19 @@ Tensor channel_norm(const char* op, const Tensor& x_in, const cpu::ChannelNormLa
                         Tensor gx = need_x ? empty_like(x) : Tensor();
                         Tensor gw = need_w ? empty_like(w) : Tensor();
                         Tensor gb = need_b ? empty(bias_shape, x.dtype(), x.device()) : Tensor();
-                        cpu::channel_norm_backward(layout, strided(x, op), strided(smean.get(), op),
-                                                   strided(svar.get(), op), eps, view_or_null(w, op),
-                                                   batch_stats, strided(g, op), view_or_null(gx, op),
-                                                   view_or_null(gw, op), view_or_null(gb, op));
+                        channel_backward_kernel(op, layout, x, smean.get(), svar.get(), eps, w,
+                                                batch_stats, g, gx, gw, gb);
                         return std::vector<Tensor>{gx, gw, gb};
                     });
     return y;
 }
 
-// running = (1 - momentum) running + momentum * value, in place (no autograd).
+// running = (1 - momentum) running + momentum * value, in place (no autograd), computed in
+// float64 with lumen ops on the tensors' device.
 void update_running(const Tensor& running, const Tensor& value, double momentum) {
     NoGradGuard no_grad;
-    Tensor r = running.to(DType::float64).contiguous();
-    Tensor v = value.to(DType::float64).contiguous();
-    const double* rp = r.data_ptr<double>();
-    const double* vp = v.data_ptr<double>();
-    Tensor out = empty(r.shape(), DType::float64);
-    double* op = out.data_ptr<double>();
-    for (int64_t i = 0; i < r.numel(); ++i) op[i] = (1.0 - momentum) * rp[i] + momentum * vp[i];
+    Tensor r = running.to(DType::float64), v = value.to(DType::float64);
+    Tensor out = add(mul(r, 1.0 - momentum), mul(v, momentum));
     Tensor target = running;  // a handle on the same storage
     target.copy_(out);
 }
@@ -154,14 +223,14 @@ void check_running(const Tensor& t, const char* name, int64_t channels, const Te
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
     const char* op = "layer_norm";
-    check_input(x, op);
+    check_input(x, op, true);
     int64_t k = int64_t(normalized_shape.size());
     LUMEN_CHECK(k >= 1, op, "expected normalized_shape to be at least 1-dimensional, got ",
                 normalized_shape);
     check_trailing(x, normalized_shape, op);
     check_param(weight, "weight", normalized_shape, x, op);
     check_param(bias, "bias", normalized_shape, x, op);
-    cpu::RowNormLayout layout;
+    RowNormLayout layout;
     layout.length = shape_numel(normalized_shape);
     layout.rows = layout.length == 0 ? 0 : x.numel() / layout.length;
     layout.channels_per_group = layout.length;
@@ -170,13 +239,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, double eps) {
     const char* op = "rms_norm";
-    check_input(x, op);
+    check_input(x, op, true);
     int64_t k = int64_t(normalized_shape.size());
     LUMEN_CHECK(k >= 1, op, "expected normalized_shape to be at least 1-dimensional, got ",
                 normalized_shape);
     check_trailing(x, normalized_shape, op);
     check_param(weight, "weight", normalized_shape, x, op);
-    cpu::RowNormLayout layout;
+    RowNormLayout layout;
     layout.length = shape_numel(normalized_shape);
     layout.rows = layout.length == 0 ? 0 : x.numel() / layout.length;
     layout.channels_per_group = layout.length;
@@ -192,11 +261,11 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
     int64_t channels = x.size(1);
     LUMEN_CHECK(num_groups > 0, op, "num_groups must be positive, got ", num_groups);
     LUMEN_CHECK(channels % num_groups == 0, op, "expected number of channels in input to be ",
-                "divisible by num_groups, but got input of shape ", x.shape(), " and num_groups=",
-                num_groups);
+                "divisible by num_groups, but got input of shape ", x.shape(),
+                " and num_groups=", num_groups);
     check_param(weight, "weight", {channels}, x, op);
     check_param(bias, "bias", {channels}, x, op);
-    cpu::RowNormLayout layout;
+    RowNormLayout layout;
     layout.groups = num_groups;
     layout.channels_per_group = channels / num_groups;
     layout.spatial = spatial_size(x);
@@ -209,8 +278,8 @@ namespace {
 
 // Per-channel weight/bias and running statistics (each optional; the two statistics together).
 void check_channel_params(const Tensor& x, int64_t channels, const Tensor& weight,
-                          const Tensor& bias, const Tensor& running_mean,
-                          const Tensor& running_var, const char* op) {
+                          const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
+                          const char* op) {
     check_param(weight, "weight", {channels}, x, op);
     check_param(bias, "bias", {channels}, x, op);
     check_running(running_mean, "running_mean", channels, x, op);
@@ -234,7 +303,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
         LUMEN_CHECK(running_mean.defined(), op,
                     "Expected running_mean and running_var to be defined when use_input_stats is "
                     "false");
-        cpu::ChannelNormLayout layout{1, batch, channels, spatial};
+        ChannelNormLayout layout{1, batch, channels, spatial};
         Tensor mean = running_mean.detach().contiguous().clone();
         Tensor var = running_var.detach().contiguous().clone();
         return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
@@ -242,27 +311,24 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
     LUMEN_CHECK(spatial > 1, op, "Expected more than 1 spatial element when training, got input ",
                 "size ", x.shape());
     if (running_mean.defined() && x.numel() > 0) {
-        // per-instance mean and biased variance, averaged over the batch
-        cpu::ChannelNormLayout per{batch * channels, 1, 1, spatial};
+        // per-instance mean and biased variance, averaged over the batch in float64
+        ChannelNormLayout per{batch * channels, 1, 1, spatial};
         Tensor c = contiguous_or_null(x);
-        Tensor m = empty({batch, channels}, x.dtype()), v = empty({batch, channels}, x.dtype());
-        cpu::channel_moments(per, strided(c, op), strided(m, op), strided(v, op));
+        Tensor m = empty({batch, channels}, x.dtype(), x.device());
+        Tensor v = empty({batch, channels}, x.dtype(), x.device());
+        moments_kernel(op, per, c, m, v);
+        ChannelNormLayout over_batch{1, batch, channels, 1};
         Tensor md = m.to(DType::float64), vd = v.to(DType::float64);
-        Tensor bm = empty({channels}, DType::float64), bv = empty({channels}, DType::float64);
-        double unbias = double(spatial) / double(spatial - 1);
-        for (int64_t ch = 0; ch < channels; ++ch) {
-            double sm = 0, sv = 0;
-            for (int64_t n = 0; n < batch; ++n) {
-                sm += md.data_ptr<double>()[n * channels + ch];
-                sv += vd.data_ptr<double>()[n * channels + ch];
-            }
-            bm.data_ptr<double>()[ch] = sm / double(batch);
-            bv.data_ptr<double>()[ch] = sv / double(batch) * unbias;
-        }
+        Tensor bm = empty({channels}, DType::float64, x.device());
+        Tensor bv = empty({channels}, DType::float64, x.device());
+        Tensor unused = empty({channels}, DType::float64, x.device());
+        moments_kernel(op, over_batch, md, bm, unused);
+        moments_kernel(op, over_batch, vd, bv, unused);
+        NoGradGuard no_grad;
         update_running(running_mean, bm, momentum);
-        update_running(running_var, bv, momentum);
+        update_running(running_var, mul(bv, double(spatial) / double(spatial - 1)), momentum);
     }
-    cpu::RowNormLayout layout;
+    RowNormLayout layout;
     layout.groups = channels;
     layout.channels_per_group = 1;
     layout.spatial = spatial;
@@ -276,11 +342,12 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double eps) {
     const char* op = "batch_norm";
     check_input(x, op);
-    LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op, "expected an input of shape (N, C), (N, C, L), ",
+    LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op,
+                "expected an input of shape (N, C), (N, C, L), ",
                 "(N, C, H, W) or (N, C, D, H, W), got ", x.shape());
     int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
     check_channel_params(x, channels, weight, bias, running_mean, running_var, op);
-    cpu::ChannelNormLayout layout{1, batch, channels, spatial};
+    ChannelNormLayout layout{1, batch, channels, spatial};
     if (!training) {
         LUMEN_CHECK(running_mean.defined(), op,
                     "running_mean and running_var must be defined in evaluation mode");
@@ -289,17 +356,16 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
     }
     int64_t count = batch * spatial;
-    LUMEN_CHECK(count > 1, op, "Expected more than 1 value per channel when training, got input size ",
-                x.shape());
+    LUMEN_CHECK(count > 1, op,
+                "Expected more than 1 value per channel when training, got input size ", x.shape());
     Tensor c = contiguous_or_null(x);
-    Tensor mean = empty({channels}, x.dtype()), var = empty({channels}, x.dtype());
-    cpu::channel_moments(layout, strided(c, op), strided(mean, op), strided(var, op));
+    Tensor mean = empty({channels}, x.dtype(), x.device());
+    Tensor var = empty({channels}, x.dtype(), x.device());
+    moments_kernel(op, layout, c, mean, var);
     if (running_mean.defined()) {
         update_running(running_mean, mean, momentum);
         NoGradGuard no_grad;
-        Tensor unbiased = var.to(DType::float64).clone();  // never scale var itself
-        double* up = unbiased.data_ptr<double>();
-        for (int64_t ch = 0; ch < channels; ++ch) up[ch] *= double(count) / double(count - 1);
+        Tensor unbiased = mul(var.to(DType::float64), double(count) / double(count - 1));
         update_running(running_var, unbiased, momentum);
     }
     return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
@@ -312,11 +378,11 @@ Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     int64_t features = x.size(2);
     check_param(weight, "weight", {features}, x, op);
     check_param(bias, "bias", {features}, x, op);
-    cpu::ChannelNormLayout layout{x.size(0), x.size(1), features, 1};
+    ChannelNormLayout layout{x.size(0), x.size(1), features, 1};
     Tensor c = contiguous_or_null(x);
-    Tensor mean = empty({x.size(0) * features}, x.dtype());
-    Tensor var = empty({x.size(0) * features}, x.dtype());
-    if (x.numel() > 0) cpu::channel_moments(layout, strided(c, op), strided(mean, op), strided(var, op));
+    Tensor mean = empty({x.size(0) * features}, x.dtype(), x.device());
+    Tensor var = empty({x.size(0) * features}, x.dtype(), x.device());
+    if (x.numel() > 0) moments_kernel(op, layout, c, mean, var);
     return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
 }
 
@@ -326,7 +392,7 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
     LUMEN_CHECK(std::isfinite(p) && p >= 1.0, op, "p must be finite and >= 1, got ", p);
     LUMEN_CHECK(x.ndim() >= 1, op, "expected an input with at least one dim, got a 0-d tensor");
     int d = wrap_dim(dim, x.ndim(), op);
-    cpu::ChannelNormLayout layout;
+    ChannelNormLayout layout;
     for (int i = 0; i < d; ++i) layout.outer *= x.size(i);
     int64_t inner = 1;
     for (int64_t i = d + 1; i < x.ndim(); ++i) inner *= x.size(i);
@@ -340,19 +406,27 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
     Tensor c = contiguous_or_null(x);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
     Tensor norm = empty({layout.outer * layout.channels}, x.dtype(), x.device());
-    if (x.numel() > 0) {
+    if (x.numel() > 0 && x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::normalize_forward(layout, strided(c, op), p, eps, strided(y, op),
+                                                  strided(norm, op)));
+    } else if (x.numel() > 0) {
         cpu::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
     }
-    record_backward(op, {x}, y, [op, layout, p, eps, sx = save(c), snorm = save(norm)](const Tensor& grad_out) {
-        Tensor x = sx.get();
-        Tensor g = grad_out.contiguous();
-        Tensor gx = empty_like(x);
-        if (x.numel() > 0) {
-            cpu::normalize_backward(layout, strided(x, op), strided(snorm.get(), op), p, eps,
-                                    strided(g, op), strided(gx, op));
-        }
-        return std::vector<Tensor>{gx};
-    });
+    record_backward(
+        op, {x}, y, [op, layout, p, eps, sx = save(c), snorm = save(norm)](const Tensor& grad_out) {
+            Tensor x = sx.get();
+            Tensor g = grad_out.contiguous();
+            Tensor gx = empty_like(x);
+            StridedView views[] = {strided(x, op), strided(snorm.get(), op), strided(g, op),
+                                   strided(gx, op)};
+            if (x.numel() > 0 && x.is_cuda()) {
+                LUMEN_ON_CUDA(op, cuda::normalize_backward(layout, views[0], views[1], p, eps,
+                                                           views[2], views[3]));
+            } else if (x.numel() > 0) {
+                cpu::normalize_backward(layout, views[0], views[1], p, eps, views[2], views[3]);
+            }
+            return std::vector<Tensor>{gx};
+        });
     return y;
 }
 

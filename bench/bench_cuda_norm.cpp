@@ -1,0 +1,124 @@
+// bench_cuda_norm: lumen's CUDA normalization kernels on the workloads of
+// bench/torch_cuda_norm.py: layer_norm and rms_norm on (64 * 1024, 256) and (4096, 1024)
+// float32, forward and forward + backward (input, weight, bias gradients), and batch_norm in
+// training on (32, 64, 56, 56). GB/s counts the ideal traffic: forward reads x and writes y
+// (2 passes), forward + backward adds reading x and dy and writing dx (5 passes). Checks one
+// small case against the CPU first. Exits with a message without a GPU.
+// Usage: bench_cuda_norm [--repeats R]
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "lumen/lumen.h"
+
+using namespace lumen;
+using namespace lumen::bench;
+
+namespace {
+
+double gpu_seconds(const std::function<void()>& body, int repeats) {
+    return median_seconds(
+        [&] {
+            body();
+            cuda_synchronize();
+        },
+        3, repeats);
+}
+
+// y = f(x, w, b) for the layer workloads.
+using NormFn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+
+// Largest |cuda - cpu| of the output and the input gradient on a small problem.
+double max_error(const NormFn& f, const Shape& shape, int64_t params) {
+    Tensor x = randn(shape), w = rand({params}), b = randn({params}), g = randn(shape);
+    double worst = 0;
+    Tensor grads[2];
+    Tensor outs[2];
+    for (int d = 0; d < 2; ++d) {
+        Device device = d == 0 ? Device::cpu() : Device::cuda();
+        Tensor xl = x.to(device).detach().requires_grad_();
+        outs[d] = f(xl, w.to(device), b.to(device));
+        outs[d].backward(g.to(device));
+        grads[d] = xl.grad().cpu();
+        outs[d] = outs[d].detach().cpu();
+    }
+    for (int k = 0; k < 2; ++k) {
+        std::vector<double> a = (k == 0 ? outs[0] : grads[0]).to_vector<double>();
+        std::vector<double> c = (k == 0 ? outs[1] : grads[1]).to_vector<double>();
+        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - c[i]));
+    }
+    return worst;
+}
+
+void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
+                int repeats) {
+    Tensor x = randn({rows, length}).cuda(), g = randn({rows, length}).cuda();
+    Tensor w = rand({length}).cuda(), b = randn({length}).cuda();
+    double bytes = 4.0 * double(rows * length);
+    std::string shape = " (" + std::to_string(rows) + ", " + std::to_string(length) + ") float32";
+    double s = gpu_seconds([&] { f(x, w, b); }, repeats);
+    report("cuda " + name + shape + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
+    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
+    Tensor bl = b.detach().requires_grad_();
+    s = gpu_seconds(
+        [&] {
+            xl.set_grad(Tensor());
+            wl.set_grad(Tensor());
+            bl.set_grad(Tensor());
+            f(xl, wl, bl).backward(g);
+        },
+        repeats);
+    report("cuda " + name + shape + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+}
+
+void bench_batch_norm(int repeats) {
+    const Shape shape = {32, 64, 56, 56};
+    Tensor x = randn(shape).cuda(), g = randn(shape).cuda();
+    Tensor w = rand({64}).cuda(), b = randn({64}).cuda();
+    Tensor mean = zeros({64}, DType::float32, Device::cuda());
+    Tensor var = ones({64}, DType::float32, Device::cuda());
+    double bytes = 4.0 * double(shape_numel(shape));
+    const char* name = "cuda batch_norm training (32, 64, 56, 56) float32";
+    double s = gpu_seconds([&] { batch_norm(x, mean, var, w, b, true); }, repeats);
+    report(std::string(name) + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
+    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
+    Tensor bl = b.detach().requires_grad_();
+    s = gpu_seconds(
+        [&] {
+            xl.set_grad(Tensor());
+            wl.set_grad(Tensor());
+            bl.set_grad(Tensor());
+            batch_norm(xl, mean, var, wl, bl, true).backward(g);
+        },
+        repeats);
+    report(std::string(name) + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options = parse_options(argc, argv);
+    if (!cuda_available()) {
+        std::printf("# bench_cuda_norm: no CUDA device (built with CUDA: %s)\n",
+                    cuda_built() ? "yes" : "no");
+        return 0;
+    }
+    std::printf("# lumen bench_cuda_norm, median of %d repeats\n", options.repeats);
+    NormFn layer = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return layer_norm(x, {x.size(-1)}, w, b);
+    };
+    NormFn rms = [](const Tensor& x, const Tensor& w, const Tensor&) {
+        return rms_norm(x, {x.size(-1)}, w, 1e-6);
+    };
+    std::printf("# check vs CPU, max |difference| of y and dx: layer_norm %.2e, rms_norm %.2e\n",
+                max_error(layer, {64, 256}, 256), max_error(rms, {64, 256}, 256));
+    for (auto [rows, length] : {std::pair<int64_t, int64_t>{64 * 1024, 256}, {4096, 1024}}) {
+        bench_rows("layer_norm", layer, rows, length, options.repeats);
+        bench_rows("rms_norm", rms, rows, length, options.repeats);
+    }
+    bench_batch_norm(options.repeats);
+    return 0;
+}
