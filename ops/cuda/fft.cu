@@ -183,25 +183,25 @@ bool complex_aligned(const T* data) {
 // ---- small kernels around the transforms ----
 
 // out[r, j] = j < kept ? scale in[r, j] : 0 for j < out_count, rows `in_row` / `out_row`
-// elements apart, elements `step` apart (1: real values; 2: the real parts of complex ones).
+// elements apart (real rows cut or padded; with row strides 2 L, the first real part).
 template <typename T>
 __global__ void copy_rows_kernel(const T* in, int64_t in_row, int64_t kept, T* out, int64_t out_row,
-                                 int64_t out_count, int64_t step, int64_t rows, T scale) {
+                                 int64_t out_count, int64_t rows, T scale) {
     const int64_t count = rows * out_count;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         const int64_t r = i / out_count, j = i % out_count;
-        out[r * out_row + j * step] = j < kept ? scale * in[r * in_row + j * step] : T(0);
+        out[r * out_row + j] = j < kept ? scale * in[r * in_row + j] : T(0);
     }
 }
 
 template <typename T>
 void copy_rows(const T* in, int64_t in_row, int64_t kept, T* out, int64_t out_row,
-               int64_t out_count, int64_t step, int64_t rows, double scale) {
+               int64_t out_count, int64_t rows, double scale) {
     const int64_t count = rows * out_count;
     if (count == 0) return;
     copy_rows_kernel<T>
-        <<<grid_for(count), 256>>>(in, in_row, kept, out, out_row, out_count, step, rows, T(scale));
+        <<<grid_for(count), 256>>>(in, in_row, kept, out, out_row, out_count, rows, T(scale));
     LUMEN_CUDA_CHECK_LAUNCH("copy_rows_kernel");
 }
 
@@ -210,7 +210,7 @@ template <typename T>
 void resize_rows(const T* in, int64_t in_length, T* out, int64_t out_length, int64_t rows,
                  double scale = 1.0) {
     copy_rows(in, in_length, in_length < out_length ? in_length : out_length, out, out_length,
-              out_length, 1, rows, scale);
+              out_length, rows, scale);
 }
 
 // A half spectrum for the inverse transform: bins of `in` (rows, in_bins) cut or zero-padded to
@@ -266,7 +266,7 @@ void rfft_forward_typed(const FftRows& s, const T* x, T* out) {
     const int64_t bins = s.n / 2 + 1;
     if (s.n == 1) {  // X[0] = x[0]: no transform, and no size-1 plan to trust
         zero(out, s.rows * 2);
-        copy_rows(x, s.length, s.length > 0 ? 1 : 0, out, 2, 1, 1, s.rows, s.scale);
+        copy_rows(x, s.length, s.length > 0 ? 1 : 0, out, 2, 1, s.rows, s.scale);
         return;
     }
     // Rows at least n long are read in place (cuFFT stops after n); shorter ones are padded.
@@ -291,7 +291,7 @@ template <typename T>
 void rfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
     const int64_t bins = s.n / 2 + 1;
     if (s.n == 1) {
-        copy_rows(grad_out, 2, 1, grad_x, s.length, s.length, 1, s.rows, s.scale);
+        copy_rows(grad_out, 2, 1, grad_x, s.length, s.length, s.rows, s.scale);
         return;
     }
     Scratch spectrum = Scratch::of<T>(s.rows * bins * 2);
@@ -307,7 +307,7 @@ void rfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
 template <typename T>
 void irfft_forward_typed(const FftRows& s, const T* x, T* out) {
     if (s.n == 1) {  // x[0] = Re X[0]
-        copy_rows(x, s.length * 2, s.length > 0 ? 1 : 0, out, 1, 1, 1, s.rows, s.scale);
+        copy_rows(x, s.length * 2, s.length > 0 ? 1 : 0, out, 1, 1, s.rows, s.scale);
         return;
     }
     const int64_t bins = s.n / 2 + 1;
@@ -320,9 +320,10 @@ void irfft_forward_typed(const FftRows& s, const T* x, T* out) {
 
 template <typename T>
 void irfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
+    if (s.rows * s.length == 0) return;  // no bins to fill
     if (s.n == 1) {
         zero(grad_x, s.rows * s.length * 2);
-        copy_rows(grad_out, 1, 1, grad_x, s.length * 2, s.length > 0 ? 1 : 0, 1, s.rows, s.scale);
+        copy_rows(grad_out, 1, 1, grad_x, s.length * 2, s.length > 0 ? 1 : 0, s.rows, s.scale);
         return;
     }
     const int64_t bins = s.n / 2 + 1;
@@ -335,7 +336,6 @@ void irfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
     }
     Scratch spectrum = Scratch::of<T>(s.rows * bins * 2);
     forward_rows(signal, s.n, s.n, s.rows, spectrum.as<T>());
-    if (s.rows * s.length == 0) return;
     irfft_adjoint_kernel<T><<<grid_for(s.rows * s.length), 256>>>(
         spectrum.as<const T>(), s.n, grad_x, s.length, s.rows, T(s.scale));
     LUMEN_CUDA_CHECK_LAUNCH("irfft_adjoint_kernel");
