@@ -1,6 +1,6 @@
 // dropout (fused mask draw and scaling, dedicated backward from the saved uint8 mask) and
 // drop_path (a composite of bernoulli and a broadcast mul: its mask has one value per sample).
-// Kernels in ops/cpu/dropout.cpp.
+// Kernels in ops/cpu/dropout.cpp and ops/cuda/dropout.cu.
 #include "ops/dropout.h"
 
 #include "core/autograd.h"
@@ -31,7 +31,6 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     check_float(input, op);
     check_probability(p, "p", op);
     if (!training || p == 0.0) return input;
-    if (input.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
     Generator& gen = generator ? *generator : default_generator();
     // The blocks bernoulli(shape, 1 - p, dtype) would reserve, so masks match it.
     uint64_t offset = gen.advance(philox_blocks(input.numel(), uniform_per_block(input.dtype())));
@@ -41,19 +40,27 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
         NoGradGuard no_grad;
         x = input.detach().contiguous();
     }
-    Tensor out = empty(x.shape(), x.dtype());
-    Tensor mask = empty(x.shape(), DType::uint8);
-    if (x.numel() > 0) {
-        cpu::dropout_forward(gen.seed(), offset, 1.0 - p, scale, strided(x, op), strided(out, op),
-                             strided(mask, op));
+    Tensor out = empty(x.shape(), x.dtype(), x.device());
+    Tensor mask = empty(x.shape(), DType::uint8, x.device());
+    StridedView x_view = strided(x, op), out_view = strided(out, op), mask_view = strided(mask, op);
+    if (x.numel() > 0 && x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view,
+                                                out_view, mask_view));
+    } else if (x.numel() > 0) {
+        cpu::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view, out_view, mask_view);
     }
     // grad_x = grad_y * mask / (1 - p)
     record_backward(op, {input}, out, [scale, op, saved_mask = save(mask)](const Tensor& grad_out) {
         Tensor mask = saved_mask.get();
         Tensor g = grad_out.contiguous();
-        Tensor grad_x = empty(g.shape(), g.dtype());
-        if (g.numel() > 0)
-            cpu::dropout_backward(strided(g, op), strided(mask, op), scale, strided(grad_x, op));
+        Tensor grad_x = empty(g.shape(), g.dtype(), g.device());
+        StridedView g_view = strided(g, op), mask_view = strided(mask, op);
+        StridedView grad_view = strided(grad_x, op);
+        if (g.numel() > 0 && g.is_cuda()) {
+            LUMEN_ON_CUDA(op, cuda::dropout_backward(g_view, mask_view, scale, grad_view));
+        } else if (g.numel() > 0) {
+            cpu::dropout_backward(g_view, mask_view, scale, grad_view);
+        }
         return std::vector<Tensor>{grad_x};
     });
     return out;

@@ -1,6 +1,7 @@
 // Dropout and drop path (stochastic depth), as torch.nn.functional.dropout and timm's
 // drop_path. Masks come from lumen's counter-based generator (core/random.h): a seed and an
-// offset fix every mask, whatever the thread count. float32/float64; CUDA inputs throw for now.
+// offset fix every mask, whatever the thread count or device (CPU and CUDA masks are equal).
+// float32/float64.
 #pragma once
 
 #include "core/random.h"

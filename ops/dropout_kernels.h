@@ -1,14 +1,17 @@
-// Internal: the CPU dropout kernels. The mask uses the element-to-block mapping of
+// Internal: the CPU and CUDA dropout kernels. The mask uses the element-to-block mapping of
 // bernoulli (ops/random_kernels.h): for float32, element i is kept when the 24-bit uniform
 // from word i % 4 of philox4x32(seed, offset + i / 4) is below 1 - p; for float64, the 53-bit
-// uniform from words 2 (i % 2), 2 (i % 2) + 1 of block offset + i / 2. No CUDA kernels yet.
+// uniform from words 2 (i % 2), 2 (i % 2) + 1 of block offset + i / 2. The CUDA kernels draw
+// the same words and compare the same values, so CPU and CUDA masks are identical.
 #pragma once
 
 #include <cstdint>
 
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
+
+namespace cpu {
 
 // x, out (same shape, x's float dtype) and mask (uint8) contiguous:
 //   mask[i] = keep_i, out[i] = x[i] * (keep_i ? scale : 0).
@@ -18,5 +21,14 @@ void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double sc
 // grad_x[i] = grad_out[i] * (mask[i] ? scale : 0); all contiguous.
 void dropout_backward(const StridedView& grad_out, const StridedView& mask, double scale,
                       const StridedView& grad_x);
+}  // namespace cpu
 
-}  // namespace lumen::cpu
+// The same on CUDA (ops/cuda/dropout.cu), all views contiguous on the device.
+namespace cuda {
+void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
+                     const StridedView& x, const StridedView& out, const StridedView& mask);
+void dropout_backward(const StridedView& grad_out, const StridedView& mask, double scale,
+                      const StridedView& grad_x);
+}  // namespace cuda
+
+}  // namespace lumen

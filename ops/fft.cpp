@@ -1,6 +1,6 @@
 // rfft / irfft / fftconv: argument checks, moving the transformed dim last (differentiable
 // transposes around a row primitive), the norm scale factors, and the autograd nodes whose
-// backwards are again FFTs. Kernels in ops/cpu/fft.cpp.
+// backwards are again FFTs. Kernels in ops/cpu/fft.cpp and ops/cuda/fft.cu.
 #include "ops/fft.h"
 
 #include <cmath>
@@ -37,17 +37,25 @@ Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
     }
     int64_t length = x.size(-1), count = 1;
     for (int64_t i = 0; i + 1 < x.ndim(); ++i) count *= x.size(i);
-    cpu::FftRows rows{x.dtype(), count, length, n, scale};
+    FftRows rows{x.dtype(), count, length, n, scale};
     Shape shape = x.shape();
     shape.back() = n / 2 + 1;
     shape.push_back(2);
     Tensor out = empty(shape, x.dtype(), x.device());
-    if (rows.rows > 0) cpu::rfft_forward(rows, input.data_ptr(), out.data_ptr());
+    if (rows.rows > 0 && x.is_cuda()) {
+        LUMEN_ON_CUDA("rfft", cuda::rfft_forward(rows, input.data_ptr(), out.data_ptr()));
+    } else if (rows.rows > 0) {
+        cpu::rfft_forward(rows, input.data_ptr(), out.data_ptr());
+    }
     // grad_x[t] = scale Re(sum_k g[k] e^{+2 pi i k t / n}) (the adjoint of the DFT rows)
     record_backward("rfft", {x}, out, [rows, shape = x.shape()](const Tensor& grad_out) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
-        if (rows.rows > 0) cpu::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
+        if (rows.rows > 0 && g.is_cuda()) {
+            LUMEN_ON_CUDA("rfft", cuda::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr()));
+        } else if (rows.rows > 0) {
+            cpu::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
+        }
         return std::vector<Tensor>{grad_x};
     });
     return out;
@@ -62,26 +70,56 @@ Tensor irfft_rows(const Tensor& x, int64_t n, double scale) {
     }
     int64_t length = x.size(-2), count = 1;
     for (int64_t i = 0; i + 2 < x.ndim(); ++i) count *= x.size(i);
-    cpu::FftRows rows{x.dtype(), count, length, n, scale};
+    FftRows rows{x.dtype(), count, length, n, scale};
     Shape shape = x.shape();
     shape.pop_back();
     shape.back() = n;
     Tensor out = empty(shape, x.dtype(), x.device());
-    if (rows.rows > 0) cpu::irfft_forward(rows, input.data_ptr(), out.data_ptr());
+    if (rows.rows > 0 && x.is_cuda()) {
+        LUMEN_ON_CUDA("irfft", cuda::irfft_forward(rows, input.data_ptr(), out.data_ptr()));
+    } else if (rows.rows > 0) {
+        cpu::irfft_forward(rows, input.data_ptr(), out.data_ptr());
+    }
     // grad_x[k] = scale m_k rfft(g)[k]: bins 0 < k < n/2 appear twice in the Hermitian sum
     record_backward("irfft", {x}, out, [rows, shape = x.shape()](const Tensor& grad_out) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
-        if (rows.rows > 0) cpu::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
+        if (rows.rows > 0 && g.is_cuda()) {
+            LUMEN_ON_CUDA("irfft", cuda::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr()));
+        } else if (rows.rows > 0) {
+            cpu::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
+        }
         return std::vector<Tensor>{grad_x};
     });
     return out;
 }
 
+// grad_u, grad_k (k's shape), grad_D (undefined without D) of fftconv on u's device.
+std::vector<Tensor> fftconv_grads(const ConvShape& shape, const Tensor& u, const Tensor& k,
+                                  const Tensor& d, const Tensor& grad_out, const Shape& k_shape) {
+    Tensor g = grad_out.contiguous();
+    Tensor grad_u = empty_like(u), grad_k = empty(k_shape, k.dtype(), k.device());
+    Tensor grad_d = d.defined() ? empty_like(d) : Tensor();
+    if (shape.channels * shape.length == 0) {  // grad_u and grad_k are empty; D gets 0
+        if (d.defined()) grad_d.fill_(0.0);
+        return {grad_u, grad_k, grad_d};
+    }
+    const void* d_data = d.defined() ? d.data_ptr() : nullptr;
+    void* grad_d_data = d.defined() ? grad_d.data_ptr() : nullptr;
+    if (u.is_cuda()) {
+        LUMEN_ON_CUDA("fftconv", cuda::fftconv_backward(shape, u.data_ptr(), k.data_ptr(), d_data,
+                                                        g.data_ptr(), grad_u.data_ptr(),
+                                                        grad_k.data_ptr(), grad_d_data));
+    } else {
+        cpu::fftconv_backward(shape, u.data_ptr(), k.data_ptr(), d_data, g.data_ptr(),
+                              grad_u.data_ptr(), grad_k.data_ptr(), grad_d_data);
+    }
+    return {grad_u, grad_k, grad_d};
+}
+
 }  // namespace
 
 Tensor rfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("rfft");
     check_floating(x, "rfft");
     LUMEN_CHECK(x.ndim() >= 1, "rfft", "expects at least 1 dim, got a 0-d tensor");
     int d = wrap_dim(dim, x.ndim(), "rfft");
@@ -96,7 +134,6 @@ Tensor rfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::s
 }
 
 Tensor irfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL("irfft");
     check_floating(x, "irfft");
     LUMEN_CHECK(x.ndim() >= 2 && x.size(-1) == 2, "irfft",
                 "expects a complex tensor as (..., 2) (re, im) with at least one complex dim, "
@@ -116,7 +153,7 @@ Tensor irfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::
 
 Tensor fftconv(const Tensor& u, const Tensor& k, const Tensor& D) {
     constexpr const char* op = "fftconv";
-    if (u.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    check_same_device(op, {u, k, D});
     check_floating(u, op);
     LUMEN_CHECK(u.ndim() >= 2, op, "u must be (..., H, L), got shape ", u.shape());
     const int64_t channels = u.size(-2), length = u.size(-1);
@@ -142,29 +179,24 @@ Tensor fftconv(const Tensor& u, const Tensor& k, const Tensor& D) {
         if (D.defined()) d_c = D.contiguous();
     }
     int64_t rows = channels * length;
-    cpu::ConvShape shape{u.dtype(), rows > 0 ? u.numel() / rows : 0, channels, length};
+    ConvShape shape{u.dtype(), rows > 0 ? u.numel() / rows : 0, channels, length};
     // With no channels or length the (..., 0) shapes leave nothing to compute.
     if (rows == 0) shape.outer = 0;
     Tensor y = empty(u.shape(), u.dtype(), u.device());
-    cpu::fftconv_forward(shape, u_c.data_ptr(), k_c.data_ptr(),
-                         d_c.defined() ? d_c.data_ptr() : nullptr, y.data_ptr());
+    const void* d_data = d_c.defined() ? d_c.data_ptr() : nullptr;
+    if (u.is_cuda()) {
+        LUMEN_ON_CUDA(
+            op, cuda::fftconv_forward(shape, u_c.data_ptr(), k_c.data_ptr(), d_data, y.data_ptr()));
+    } else {
+        cpu::fftconv_forward(shape, u_c.data_ptr(), k_c.data_ptr(), d_data, y.data_ptr());
+    }
     // grad_u = g correlated with k + D g; grad_k = sum over rows of g correlated with u;
-    // grad_D = sum g u (all in ops/cpu/fft.cpp)
+    // grad_D = sum g u (ops/cpu/fft.cpp, ops/cuda/fft.cu)
     record_backward(op, {u, k, D}, y,
                     [shape, su = save(u_c), sk = save(k_c), sd = save(d_c),
                      k_shape = k.shape()](const Tensor& grad_out) {
-                        Tensor u = su.get(), k = sk.get();
                         Tensor d = sd.defined() ? sd.get() : Tensor();
-                        Tensor g = grad_out.contiguous();
-                        Tensor grad_u = zeros_like(u), grad_k = zeros(k_shape, k.dtype());
-                        Tensor grad_d = d.defined() ? zeros_like(d) : Tensor();
-                        if (shape.channels * shape.length > 0)
-                            cpu::fftconv_backward(shape, u.data_ptr(), k.data_ptr(),
-                                                  d.defined() ? d.data_ptr() : nullptr,
-                                                  g.data_ptr(), grad_u.data_ptr(),
-                                                  grad_k.data_ptr(),
-                                                  d.defined() ? grad_d.data_ptr() : nullptr);
-                        return std::vector<Tensor>{grad_u, grad_k, grad_d};
+                        return fftconv_grads(shape, su.get(), sk.get(), d, grad_out, k_shape);
                     });
     return y;
 }

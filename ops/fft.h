@@ -1,7 +1,7 @@
 // Real FFTs (torch.fft.rfft / irfft) and the FFT causal convolution of Hyena (Poli et al.,
 // "Hyena Hierarchy", 2023: the long convolution computed as irfft(rfft(u) rfft(k))).
 // Complex tensors: lumen has no complex dtype, so a complex tensor is a real tensor with a
-// trailing dim of size 2 holding (real, imaginary), like torch.view_as_real. CPU only.
+// trailing dim of size 2 holding (real, imaginary), like torch.view_as_real. CPU and CUDA (cuFFT).
 #pragma once
 
 #include <optional>

@@ -1,13 +1,14 @@
-// Internal: the CPU kernels of the real FFTs and of Hyena's FFT convolution, on contiguous
-// rows (the op moves the transformed dim last). Complex values are interleaved (re, im)
-// pairs. The FFTs are Eigen's (kissfft, mixed radix). No CUDA kernels yet.
+// Internal: the CPU and CUDA kernels of the real FFTs and of Hyena's FFT convolution, on
+// contiguous rows (the op moves the transformed dim last), with the same signatures. Complex
+// values are interleaved (re, im) pairs. CPU: a radix-4 Stockham FFT and Eigen's kissfft;
+// CUDA: cuFFT.
 #pragma once
 
 #include <cstdint>
 
 #include "core/dtype.h"
 
-namespace lumen::cpu {
+namespace lumen {
 
 // Real rows of one length, their count, and the FFT length n.
 struct FftRows {
@@ -18,6 +19,14 @@ struct FftRows {
     double scale = 1.0;
 };
 
+// Causal FFT convolution with skip: u, y (outer, channels, length); k (channels, length);
+// D (channels) or null.
+struct ConvShape {
+    DType dtype = DType::float32;
+    int64_t outer = 0, channels = 0, length = 0;
+};
+
+namespace cpu {
 // out (rows, n/2 + 1, 2) = scale * rfft(x (rows, length) cut/padded to n).
 void rfft_forward(const FftRows& shape, const void* x, void* out);
 // grad_x (rows, length) from grad_out (rows, n/2 + 1, 2): the adjoint of rfft_forward,
@@ -32,15 +41,22 @@ void irfft_forward(const FftRows& shape, const void* x, void* out);
 // zero for k > n/2.
 void irfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
 
-// Causal FFT convolution with skip: u, y (outer, channels, length); k (channels, length);
-// D (channels) or null.
-struct ConvShape {
-    DType dtype = DType::float32;
-    int64_t outer = 0, channels = 0, length = 0;
-};
 void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D, void* y);
 // grad_u (like u), grad_k (like k), grad_D (channels, written when D is not null).
 void fftconv_backward(const ConvShape& shape, const void* u, const void* k, const void* D,
                       const void* grad_y, void* grad_u, void* grad_k, void* grad_D);
+}  // namespace cpu
 
-}  // namespace lumen::cpu
+// The same through cuFFT on the inputs' CUDA device (ops/cuda/fft.cu), float32 (R2C/C2R) and
+// float64 (D2Z/Z2D); plans are cached per (n, batch, layout, type, device).
+namespace cuda {
+void rfft_forward(const FftRows& shape, const void* x, void* out);
+void rfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
+void irfft_forward(const FftRows& shape, const void* x, void* out);
+void irfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
+void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D, void* y);
+void fftconv_backward(const ConvShape& shape, const void* u, const void* k, const void* D,
+                      const void* grad_y, void* grad_u, void* grad_k, void* grad_D);
+}  // namespace cuda
+
+}  // namespace lumen

@@ -48,22 +48,28 @@ bool range_fits(int64_t low, int64_t high, DType dtype) {
 
 Tensor rand(const Shape& shape, DType dtype, Generator* generator, Device device) {
     check_floating(dtype, "rand");
-    if (device.is_cuda()) LUMEN_NO_CUDA_KERNEL("rand");
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, uniform_per_block(dtype), offset);
-    cpu::rand_forward(gen.seed(), offset, strided(out, "rand"));
+    if (device.is_cuda()) {
+        LUMEN_ON_CUDA("rand", cuda::rand_forward(gen.seed(), offset, strided(out, "rand")));
+    } else {
+        cpu::rand_forward(gen.seed(), offset, strided(out, "rand"));
+    }
     return out;
 }
 
 Tensor randn(const Shape& shape, DType dtype, Generator* generator, Device device) {
     check_floating(dtype, "randn");
-    if (device.is_cuda()) LUMEN_NO_CUDA_KERNEL("randn");
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     // Box-Muller turns one block (two 53-bit uniforms) into two normals.
     Tensor out = allocate(shape, dtype, device, gen, 2, offset);
-    cpu::randn_forward(gen.seed(), offset, strided(out, "randn"));
+    if (device.is_cuda()) {
+        LUMEN_ON_CUDA("randn", cuda::randn_forward(gen.seed(), offset, strided(out, "randn")));
+    } else {
+        cpu::randn_forward(gen.seed(), offset, strided(out, "randn"));
+    }
     return out;
 }
 
@@ -73,42 +79,56 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
                 high);
     LUMEN_CHECK(range_fits(low, high, dtype), "randint", "the range [", low, ", ", high,
                 ") does not fit in ", dtype);
-    if (device.is_cuda()) LUMEN_NO_CUDA_KERNEL("randint");
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, 2, offset);  // one 64-bit draw per element
-    cpu::randint_forward(gen.seed(), offset, low, high, strided(out, "randint"));
+    StridedView view = strided(out, "randint");
+    if (device.is_cuda()) {
+        LUMEN_ON_CUDA("randint", cuda::randint_forward(gen.seed(), offset, low, high, view));
+    } else {
+        cpu::randint_forward(gen.seed(), offset, low, high, view);
+    }
     return out;
 }
 
 Tensor bernoulli(const Tensor& p, Generator* generator) {
     LUMEN_CHECK(p.defined(), "bernoulli", "got an undefined tensor");
     check_floating(p.dtype(), "bernoulli");
-    if (p.is_cuda()) LUMEN_NO_CUDA_KERNEL("bernoulli");
     Tensor prob = p.detach().contiguous();
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     Tensor out =
         allocate(p.shape(), p.dtype(), p.device(), gen, uniform_per_block(p.dtype()), offset);
-    int64_t invalid = cpu::bernoulli_forward(gen.seed(), offset, strided(prob, "bernoulli"),
-                                             strided(out, "bernoulli"));
+    StridedView p_view = strided(prob, "bernoulli"), out_view = strided(out, "bernoulli");
+    int64_t invalid = -1;
+    if (p.is_cuda()) {
+        LUMEN_ON_CUDA("bernoulli",
+                      invalid = cuda::bernoulli_forward(gen.seed(), offset, p_view, out_view));
+    } else {
+        invalid = cpu::bernoulli_forward(gen.seed(), offset, p_view, out_view);
+    }
     LUMEN_CHECK(invalid < 0, "bernoulli", "probabilities must lie in [0, 1], got ",
-                read_element(prob, invalid), " at flat index ", invalid, " of a tensor of shape ",
-                p.shape());
+                read_element(prob.cpu(), invalid), " at flat index ", invalid,
+                " of a tensor of shape ", p.shape());
     return out;
 }
 
 Tensor bernoulli(const Shape& shape, double p, DType dtype, Generator* generator, Device device) {
     LUMEN_CHECK(p >= 0 && p <= 1, "bernoulli", "p must lie in [0, 1], got ", p);
     LUMEN_CHECK(dtype != DType::float16 && dtype != DType::bfloat16, "bernoulli",
-                "not implemented for dtype ", dtype, " on the CPU");
-    if (device.is_cuda()) LUMEN_NO_CUDA_KERNEL("bernoulli");
+                "not implemented for dtype ", dtype);
     // float64 outputs compare against 53-bit uniforms, the others against 24-bit ones.
     DType precision = dtype == DType::float64 ? DType::float64 : DType::float32;
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, uniform_per_block(precision), offset);
-    cpu::bernoulli_scalar_forward(gen.seed(), offset, p, precision, strided(out, "bernoulli"));
+    StridedView view = strided(out, "bernoulli");
+    if (device.is_cuda()) {
+        LUMEN_ON_CUDA("bernoulli",
+                      cuda::bernoulli_scalar_forward(gen.seed(), offset, p, precision, view));
+    } else {
+        cpu::bernoulli_scalar_forward(gen.seed(), offset, p, precision, view);
+    }
     return out;
 }
 

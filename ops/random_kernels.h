@@ -48,4 +48,20 @@ void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType pr
 
 }  // namespace cpu
 
+// The same kernels on CUDA (ops/cuda/random.cu), outputs contiguous on the device: element i
+// comes from the same Philox words by the same formulas (core/philox.h), so rand, randint and
+// bernoulli are bit-identical to the CPU's; randn may differ in the last bits of the double
+// (the device's log / sin / cos are not glibc's). bernoulli_forward reports the same first
+// invalid index (one small device-to-host copy).
+namespace cuda {
+void rand_forward(uint64_t seed, uint64_t offset, const StridedView& out);
+void randn_forward(uint64_t seed, uint64_t offset, const StridedView& out);
+void randint_forward(uint64_t seed, uint64_t offset, int64_t low, int64_t high,
+                     const StridedView& out);
+int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
+                          const StridedView& out);
+void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType precision,
+                              const StridedView& out);
+}  // namespace cuda
+
 }  // namespace lumen

@@ -1,6 +1,6 @@
 // selective_scan: argument checks, the layout the kernels need (contiguous, Bm/Cm transposed
 // to (B, G, L, N)), and the autograd node whose backward runs the dedicated kernel. Kernels
-// in ops/cpu/scan.cpp.
+// in ops/cpu/scan.cpp and ops/cuda/scan.cu.
 #include "ops/scan.h"
 
 #include "core/autograd.h"
@@ -61,15 +61,36 @@ void check_inputs(const Tensor& u, const Tensor& delta, const Tensor& A, const T
 
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
+void run_forward(const ScanInputs& in, bool on_cuda, void* y) {
+    if (on_cuda) {
+        LUMEN_ON_CUDA(kOp, cuda::selective_scan_forward(in, y));
+    } else {
+        cpu::selective_scan_forward(in, y);
+    }
+}
+
+void run_backward(const ScanInputs& in, bool on_cuda, const void* grad_out,
+                  const ScanGrads& grads) {
+    if (on_cuda) {
+        LUMEN_ON_CUDA(kOp, cuda::selective_scan_backward(in, grad_out, grads));
+    } else {
+        cpu::selective_scan_backward(in, grad_out, grads);
+    }
+}
+
 }  // namespace
 
 Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, const Tensor& Bm,
                       const Tensor& Cm, const Tensor& D, const Tensor& z, const Tensor& delta_bias,
                       bool delta_softplus) {
-    if (u.is_cuda()) LUMEN_NO_CUDA_KERNEL(kOp);
+    check_same_device(kOp, {u, delta, A, Bm, Cm, D, z, delta_bias});
     check_inputs(u, delta, A, Bm, Cm, D, z, delta_bias);
     const int64_t batch = u.size(0), channels = u.size(1), length = u.size(2);
     const int64_t state = A.size(1);
+    if (u.is_cuda())
+        LUMEN_CHECK(state <= cuda::kMaxScanState, kOp,
+                    "the CUDA kernel takes d_state <= ", cuda::kMaxScanState, ", got A of shape ",
+                    A.shape());
     int64_t groups = check_bc(Bm, "Bm", batch, channels, state, length);
     LUMEN_CHECK(
         check_bc(Cm, "Cm", batch, channels, state, length) == groups && Cm.ndim() == Bm.ndim(), kOp,
@@ -90,7 +111,7 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
         if (z.defined()) z_c = z.contiguous();
         if (delta_bias.defined()) bias_c = delta_bias.contiguous();
     }
-    cpu::ScanInputs in;
+    ScanInputs in;
     in.dtype = u.dtype();
     in.batch = batch;
     in.channels = channels;
@@ -107,7 +128,7 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
     in.z = data_or_null(z_c);
     in.delta_bias = data_or_null(bias_c);
     Tensor y = empty(u.shape(), u.dtype(), u.device());
-    cpu::selective_scan_forward(in, y.data_ptr());
+    run_forward(in, u.is_cuda(), y.data_ptr());
     // Backward: the adjoint recurrence of ops/cpu/scan.cpp (states recomputed per row).
     Shape b_shape = Bm.shape(), c_shape = Cm.shape();
     record_backward(
@@ -118,7 +139,7 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
             Tensor u = su.get(), delta = sdelta.get(), a = sa.get(), b = sb.get(), c = sc.get();
             Tensor d = sd.defined() ? sd.get() : Tensor(), z = sz.defined() ? sz.get() : Tensor();
             Tensor bias = sbias.defined() ? sbias.get() : Tensor();
-            cpu::ScanInputs args = in;  // the saved tensors' pointers (same storage)
+            ScanInputs args = in;  // the saved tensors' pointers (same storage)
             args.u = u.data_ptr();
             args.delta = delta.data_ptr();
             args.A = a.data_ptr();
@@ -133,15 +154,15 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
             Tensor grad_d = d.defined() ? empty_like(d) : Tensor();
             Tensor grad_z = z.defined() ? empty_like(z) : Tensor();
             Tensor grad_bias = bias.defined() ? empty_like(bias) : Tensor();
-            cpu::ScanGrads grads{grad_u.data_ptr(),
-                                 grad_delta.data_ptr(),
-                                 grad_a.data_ptr(),
-                                 grad_b.data_ptr(),
-                                 grad_c.data_ptr(),
-                                 d.defined() ? grad_d.data_ptr() : nullptr,
-                                 z.defined() ? grad_z.data_ptr() : nullptr,
-                                 bias.defined() ? grad_bias.data_ptr() : nullptr};
-            cpu::selective_scan_backward(args, g.data_ptr(), grads);
+            ScanGrads grads{grad_u.data_ptr(),
+                            grad_delta.data_ptr(),
+                            grad_a.data_ptr(),
+                            grad_b.data_ptr(),
+                            grad_c.data_ptr(),
+                            d.defined() ? grad_d.data_ptr() : nullptr,
+                            z.defined() ? grad_z.data_ptr() : nullptr,
+                            bias.defined() ? grad_bias.data_ptr() : nullptr};
+            run_backward(args, u.is_cuda(), g.data_ptr(), grads);
             // (B, G, L, N) back to the caller's layout.
             auto from_bglN = [](const Tensor& t, const Shape& shape) {
                 return t.transpose(2, 3).contiguous().reshape(shape);

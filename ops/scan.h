@@ -13,10 +13,11 @@ namespace lumen {
 //   h_t[n] = exp(dt_t A[n]) h_{t-1}[n] + dt_t Bm_t[n] u_t,   h_{-1} = 0
 //   y_t    = sum_n h_t[n] Cm_t[n] + D u_t,   then y_t * silu(z_t) when z is given
 // per (batch, channel). Returns y (B, D, L) in the inputs' dtype (float32 or float64, all the
-// same; CPU). D, z and delta_bias are optional (undefined Tensor). Sequential in L, parallel
-// over B x D. Backward recomputes the states of one (batch, channel) at a time (O(L N) scratch
-// per thread) and gives gradients for every input. Throws [selective_scan] for a wrong rank,
-// shape, dtype or device, naming the offending shapes.
+// same; CPU or CUDA, all on one device). D, z and delta_bias are optional (undefined Tensor).
+// CPU: sequential in L, parallel over B x D; backward recomputes the states of one (batch,
+// channel) at a time (O(L N) scratch per thread). CUDA: a chunked scan, parallel over B x D x
+// N x L/64, N <= 256 (ops/cuda/scan.cu). Gradients for every input. Throws [selective_scan]
+// for a wrong rank, shape, dtype or device, naming the offending shapes.
 Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, const Tensor& Bm,
                       const Tensor& Cm, const Tensor& D = Tensor(), const Tensor& z = Tensor(),
                       const Tensor& delta_bias = Tensor(), bool delta_softplus = false);

@@ -1,13 +1,13 @@
-// Internal: the CPU kernels of the selective scan. They take contiguous tensors in one dtype,
-// with Bm and Cm transposed to (B, G, L, N) so that the state loop reads contiguous memory.
-// No CUDA kernels yet.
+// Internal: the CPU and CUDA kernels of the selective scan, with the same signatures. They take
+// contiguous tensors in one dtype, with Bm and Cm transposed to (B, G, L, N) so that the state
+// loop reads contiguous memory.
 #pragma once
 
 #include <cstdint>
 
 #include "core/dtype.h"
 
-namespace lumen::cpu {
+namespace lumen {
 
 // Pointers to contiguous arrays; D, z and delta_bias may be null (absent).
 // Shapes: u, delta, z (batch, channels, length); A (channels, state); Bm, Cm (batch, groups,
@@ -39,11 +39,24 @@ struct ScanGrads {
     void* delta_bias = nullptr;
 };
 
+namespace cpu {
 // y (batch, channels, length) = selective_scan(inputs), see ops/scan.h.
 void selective_scan_forward(const ScanInputs& in, void* y);
 
 // All gradients from grad_out (batch, channels, length): recomputes the states of each
 // (batch, channel) into per-thread scratch, then runs the adjoint recurrence backwards in time.
 void selective_scan_backward(const ScanInputs& in, const void* grad_out, const ScanGrads& grads);
+}  // namespace cpu
 
-}  // namespace lumen::cpu
+// The same on the inputs' CUDA device (ops/cuda/scan.cu), float32 and float64, state <= 256:
+// a chunked scan over L, parallel over batch x channel x state x chunk. Backward recomputes
+// the chunk-start states (O(B D N L / 64) scratch); grad_Bm / grad_Cm are summed over the
+// channels of a group with atomics, so they may differ in the last bits from run to run.
+namespace cuda {
+// The largest state size the CUDA kernels take.
+constexpr int64_t kMaxScanState = 256;
+void selective_scan_forward(const ScanInputs& in, void* y);
+void selective_scan_backward(const ScanInputs& in, const void* grad_out, const ScanGrads& grads);
+}  // namespace cuda
+
+}  // namespace lumen
