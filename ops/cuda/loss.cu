@@ -274,7 +274,7 @@ int64_t class_loss_forward(const StridedView& input, const StridedView& target,
     const char* op = options.from_logits ? "cross_entropy" : "nll_loss";
     int64_t invalid = -1;
     dispatch_floating(input.dtype, op, [&]<typename T>() {
-        DeviceScratch scratch(sizeof(T));
+        Scratch scratch(sizeof(T));
         weight_total<T>(weight, input.shape[1], scratch.as<T>());
         ClassArgs<T> a = class_args<T>(input, weight, scratch.as<T>());
         a.target = target.ptr<const int64_t>();
@@ -304,7 +304,7 @@ void class_loss_backward(const StridedView& input, const StridedView& target,
     if (input.shape[0] * input.shape[1] * input.shape[2] == 0) return;
     const char* op = options.from_logits ? "cross_entropy" : "nll_loss";
     dispatch_floating(input.dtype, op, [&]<typename T>() {
-        DeviceScratch scratch(sizeof(T));
+        Scratch scratch(sizeof(T));
         weight_total<T>(weight, input.shape[1], scratch.as<T>());
         ClassArgs<T> a = class_args<T>(input, weight, scratch.as<T>());
         a.target = target.ptr<const int64_t>();

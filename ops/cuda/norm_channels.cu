@@ -148,7 +148,7 @@ void stat_sums(const ChannelNormLayout& lay, const Term& term, const Finish& fin
                                              std::max<int64_t>(1, count / 2048));
         const int64_t chunk_len = (count + chunks - 1) / chunks;
         chunks = (count + chunk_len - 1) / chunk_len;
-        DeviceScratch scratch(size_t(K * stats * chunks) * sizeof(T));
+        Scratch scratch(size_t(K * stats * chunks) * sizeof(T));
         unsigned blocks = unsigned(std::min(stats * chunks, kMaxBlocks));
         stat_runs_kernel<T, Term>
             <<<blocks, kThreads>>>(lay, chunks, chunk_len, term, scratch.as<T>());
@@ -160,7 +160,7 @@ void stat_sums(const ChannelNormLayout& lay, const Term& term, const Finish& fin
                                          (lay.length + kColumnRows - 1) / kColumnRows);
     const int64_t chunk_len = (lay.length + chunks - 1) / chunks;
     chunks = (lay.length + chunk_len - 1) / chunk_len;
-    DeviceScratch scratch(size_t(K * stats * chunks) * sizeof(T));
+    Scratch scratch(size_t(K * stats * chunks) * sizeof(T));
     stat_columns_kernel<T, Term>
         <<<dim3(unsigned(columns), unsigned(chunks)), dim3(kWarpSize, kColumnRows)>>>(
             lay, chunks, chunk_len, term, scratch.as<T>());
@@ -373,7 +373,7 @@ void channel_norm_forward(const ChannelNormLayout& layout, const StridedView& x,
     const int64_t stats = layout.outer * layout.channels;
     if (stats == 0) return;
     dispatch_floating(x.dtype, "norm", [&]<typename T>() {
-        DeviceScratch scratch(size_t(2 * stats) * sizeof(T));
+        Scratch scratch(size_t(2 * stats) * sizeof(T));
         T* scale = scratch.as<T>();
         T* shift = scratch.as<T>(size_t(stats));
         scale_shift_kernel<T><<<grid_for(stats), 256>>>(
@@ -393,8 +393,8 @@ void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x
     if (stats == 0) return;
     dispatch_floating(x.dtype, "norm backward", [&]<typename T>() {
         const bool need_sums = batch_stats || grad_weight.data || grad_bias.data;
-        DeviceScratch sums(need_sums ? size_t(2 * stats) * sizeof(T) : 0);
-        DeviceScratch coefficients(grad_x.data ? size_t(3 * stats) * sizeof(T) : 0);
+        Scratch sums(need_sums ? size_t(2 * stats) * sizeof(T) : 0);
+        Scratch coefficients(grad_x.data ? size_t(3 * stats) * sizeof(T) : 0);
         if (need_sums) {
             GradTerms<T> terms{x.ptr<const T>(), grad_out.ptr<const T>(), mean.ptr<const T>()};
             stat_sums<T>(layout, terms, StoreFinish<T, 2>{sums.as<T>(), stats});
@@ -415,7 +415,7 @@ void normalize_forward(const ChannelNormLayout& layout, const StridedView& x, do
     const int64_t stats = layout.outer * layout.channels;
     if (stats == 0) return;
     dispatch_floating(x.dtype, "normalize", [&]<typename T>() {
-        DeviceScratch inv(size_t(stats) * sizeof(T));
+        Scratch inv(size_t(stats) * sizeof(T));
         stat_sums<T>(layout, PowerTerm<T>{x.ptr<const T>(), T(p), power_mode(p)},
                      NormFinish<T>{norm.ptr<T>(), inv.as<T>(), p, eps, power_mode(p)});
         apply<T>(layout, ScaleShiftOp<T>{x.ptr<const T>(), inv.as<T>(), nullptr, y.ptr<T>()});
@@ -428,7 +428,7 @@ void normalize_backward(const ChannelNormLayout& layout, const StridedView& x,
     const int64_t stats = layout.outer * layout.channels;
     if (stats == 0) return;
     dispatch_floating(x.dtype, "normalize backward", [&]<typename T>() {
-        DeviceScratch scratch(size_t(4 * stats) * sizeof(T));
+        Scratch scratch(size_t(4 * stats) * sizeof(T));
         T* sums = scratch.as<T>();
         T* coefficients = scratch.as<T>(size_t(stats));
         stat_sums<T>(layout, DotTerm<T>{x.ptr<const T>(), grad_out.ptr<const T>()},

@@ -436,7 +436,7 @@ void affine_backward(const RowArgs<T>& args, T* grad_weight, T* grad_bias) {
                                              (matrix_rows + kColumnRows - 1) / kColumnRows);
         const int64_t chunk_rows = (matrix_rows + chunks - 1) / chunks;
         chunks = (matrix_rows + chunk_rows - 1) / chunk_rows;
-        DeviceScratch scratch(size_t(2 * chunks * params) * sizeof(A));
+        Scratch scratch(size_t(2 * chunks * params) * sizeof(A));
         A* part_w = scratch.as<A>();
         A* part_b = scratch.as<A>(size_t(chunks * params));
         affine_columns_kernel<T>
@@ -447,7 +447,7 @@ void affine_backward(const RowArgs<T>& args, T* grad_weight, T* grad_bias) {
         return;
     }
     const int64_t segments = lay.rows * lay.channels_per_group;
-    DeviceScratch scratch(size_t(2 * segments) * sizeof(A));
+    Scratch scratch(size_t(2 * segments) * sizeof(A));
     A* part_w = scratch.as<A>();
     A* part_b = scratch.as<A>(size_t(segments));
     const int64_t blocks = std::min<int64_t>((segments + 7) / 8, kMaxBlocks);  // 8 warps each

@@ -1,5 +1,4 @@
-// Helpers of the CUDA norm and loss kernels: scratch device memory for one op call, vector
-// loads and stores, and the second stage of the deterministic two-stage reductions: the first
+// Helpers of the CUDA norm and loss kernels: vector loads and stores, and the second stage of the deterministic two-stage reductions: the first
 // stage writes one partial sum per block (or chunk of rows) to scratch, then
 // finish_partials_kernel adds the partials of each output in a fixed order (no float atomics,
 // so a result never depends on timing).
@@ -10,35 +9,10 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
+#include "core/cuda/scratch.cuh"
 #include "core/storage.h"
 
 namespace lumen::cuda {
-
-// Device memory from the caching allocator for the length of one op call. Freeing it right
-// after the launches that use it is safe: all lumen work runs on the default stream, so any
-// later kernel that reuses the block runs after them.
-class DeviceScratch {
-  public:
-    explicit DeviceScratch(size_t nbytes) {
-        if (nbytes == 0) return;
-        LUMEN_CUDA_CHECK(cudaGetDevice(&device_));
-        data_ = allocate(nbytes, device_);
-    }
-    ~DeviceScratch() {
-        if (data_) lumen::cuda::free(data_, device_);
-    }
-    DeviceScratch(const DeviceScratch&) = delete;
-    DeviceScratch& operator=(const DeviceScratch&) = delete;
-
-    template <typename T>
-    T* as(size_t offset_elements = 0) const {
-        return static_cast<T*>(data_) + offset_elements;
-    }
-
-  private:
-    void* data_ = nullptr;
-    int device_ = 0;
-};
 
 // Synchronous copy of a few result bytes to the host (totals, an invalid-index flag).
 inline void copy_to_host(void* host, const void* device, size_t nbytes) {
@@ -169,7 +143,7 @@ class BlockTotals {
   private:
     DeviceTotals* result() const { return scratch_.as<DeviceTotals>(); }
     int64_t blocks_;
-    DeviceScratch scratch_;
+    Scratch scratch_;
 };
 
 // Notes flat index i as invalid; the lowest one noted wins (as FirstInvalid on the CPU).

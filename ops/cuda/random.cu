@@ -10,7 +10,7 @@
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
 #include "core/philox.h"
-#include "ops/cuda/scratch.cuh"
+#include "core/cuda/scratch.cuh"
 #include "ops/random_kernels.h"
 
 namespace lumen::cuda {

@@ -9,7 +9,7 @@
 #include "core/cuda/kernel_util.cuh"
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
-#include "ops/cuda/scratch.cuh"
+#include "core/cuda/scratch.cuh"
 #include "ops/scan_kernels.h"
 
 namespace lumen::cuda {

@@ -32,9 +32,10 @@ class Scratch {
     Scratch& operator=(const Scratch&) = delete;
     Scratch& operator=(Scratch&&) = delete;
 
+    // The memory as T, `offset` elements in.
     template <typename T>
-    T* as() const {
-        return static_cast<T*>(data_);
+    T* as(size_t offset = 0) const {
+        return static_cast<T*>(data_) + offset;
     }
 
   private:
