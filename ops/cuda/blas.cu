@@ -5,10 +5,13 @@
 // GPU (written without one).
 #include <algorithm>
 #include <climits>
+#include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/cuda_check.h"
+#include "core/storage.h"
 #include "ops/cuda/blas.cuh"
 
 namespace lumen::cuda {
@@ -45,21 +48,40 @@ GemmTypes gemm_types(DType dtype, bool allow_tf32) {
     }
 }
 
+// A device's handle and the workspace it was given.
+struct DeviceBlas {
+    cublasHandle_t handle = nullptr;
+    std::unique_ptr<Storage> workspace;
+};
+
+// The workspace size cuBLAS recommends: 32 MiB on Hopper and later, 4 MiB before. It comes
+// from lumen's caching allocator, so that cuBLAS never calls cudaMalloc itself.
+size_t workspace_bytes(int device) {
+    int major = 0;
+    LUMEN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return size_t(major >= 9 ? 32 : 4) << 20;
+}
+
 }  // namespace
 
 cublasHandle_t blas_handle() {
     static std::mutex mutex;
-    static std::vector<cublasHandle_t> handles;  // by device; never destroyed (see header)
+    static std::vector<DeviceBlas> devices;  // handles are never destroyed (see header)
     int device = 0;
     LUMEN_CUDA_CHECK(cudaGetDevice(&device));
     std::lock_guard<std::mutex> lock(mutex);
-    if (size_t(device) >= handles.size()) handles.resize(size_t(device) + 1, nullptr);
-    cublasHandle_t& handle = handles[size_t(device)];
-    if (handle == nullptr) {
-        LUMEN_CUBLAS_CHECK(cublasCreate(&handle));
-        LUMEN_CUBLAS_CHECK(cublasSetStream(handle, cudaStream_t(0)));
+    if (size_t(device) >= devices.size()) devices.resize(size_t(device) + 1);
+    DeviceBlas& blas = devices[size_t(device)];
+    if (blas.handle == nullptr) {
+        size_t bytes = workspace_bytes(device);
+        auto workspace = std::make_unique<Storage>(bytes, Device::cuda(device));
+        LUMEN_CUBLAS_CHECK(cublasCreate(&blas.handle));
+        // Stream first: cublasSetStream resets the workspace to cuBLAS's own.
+        LUMEN_CUBLAS_CHECK(cublasSetStream(blas.handle, cudaStream_t(0)));
+        LUMEN_CUBLAS_CHECK(cublasSetWorkspace(blas.handle, workspace->data(), bytes));
+        blas.workspace = std::move(workspace);
     }
-    return handle;
+    return blas.handle;
 }
 
 void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutput& c, int64_t depth,

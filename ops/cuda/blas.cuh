@@ -21,8 +21,9 @@
 
 namespace lumen::cuda {
 
-// The handle of the current device, created on first use (bound to the default stream) and
-// kept for the life of the process: destroying it at exit could run after the CUDA context.
+// The handle of the current device, created on first use (bound to the default stream, with
+// a 32 MiB workspace on Hopper, 4 MiB before, from lumen's caching allocator) and kept for
+// the life of the process: destroying it at exit could run after the CUDA context is gone.
 cublasHandle_t blas_handle();
 
 // One operand of a row-major GEMM. `data` holds the operand row-major with `ld` elements
