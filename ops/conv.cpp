@@ -31,7 +31,7 @@ std::vector<int64_t> per_dim(const std::vector<int64_t>& values, int nd, const c
 // conv_transpose: devices, dtypes, ranks, the bias.
 Tensor checked_input(const char* op, int nd, const Tensor& input, const Tensor& weight,
                      const Tensor& bias, int64_t groups) {
-    if (input.is_cuda() || weight.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    check_same_device(op, {input, weight, bias});
     LUMEN_CHECK(input.ndim() == nd + 1 || input.ndim() == nd + 2, op, "expects input of rank ",
                 nd + 1, " (unbatched) or ", nd + 2, " (batched), got shape ", input.shape());
     LUMEN_CHECK(weight.ndim() == nd + 2, op, "expects weight of rank ", nd + 2, ", got shape ",
@@ -44,7 +44,6 @@ Tensor checked_input(const char* op, int nd, const Tensor& input, const Tensor& 
     if (bias.defined()) {
         LUMEN_CHECK(bias.dtype() == input.dtype(), op, "bias dtype ", bias.dtype(),
                     " differs from input dtype ", input.dtype());
-        LUMEN_CHECK(!bias.is_cuda(), op, "bias is on ", bias.device(), ", input on the CPU");
     }
     return input.ndim() == nd + 1 ? input.unsqueeze(0) : input;
 }
@@ -64,6 +63,53 @@ StridedView view_or_none(const Tensor& t, const char* op) {
     return t.defined() ? strided(t, op) : StridedView{};
 }
 
+// The kernels of ops/conv_kernels.h on the device of their output: lumen::cpu or lumen::cuda.
+void run_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const Tensor& y, const ConvShape& s) {
+    StridedView xv = strided(x, op), wv = strided(weight, op), bv = view_or_none(bias, op);
+    if (y.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::conv_forward(xv, wv, bv, strided(y, op), s));
+    } else {
+        cpu::conv_forward(xv, wv, bv, strided(y, op), s);
+    }
+}
+
+void run_backward_input(const char* op, const Tensor& grad_y, const Tensor& weight,
+                        const Tensor& grad_x, const ConvShape& s) {
+    StridedView gv = strided(grad_y, op), wv = strided(weight, op);
+    if (grad_x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::conv_backward_input(gv, wv, strided(grad_x, op), s));
+    } else {
+        cpu::conv_backward_input(gv, wv, strided(grad_x, op), s);
+    }
+}
+
+void run_backward_weight(const char* op, const Tensor& x, const Tensor& grad_y,
+                         const Tensor& grad_weight, const ConvShape& s) {
+    StridedView xv = strided(x, op), gv = strided(grad_y, op);
+    if (grad_weight.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::conv_backward_weight(xv, gv, strided(grad_weight, op), s));
+    } else {
+        cpu::conv_backward_weight(xv, gv, strided(grad_weight, op), s);
+    }
+}
+
+void run_backward_bias(const char* op, const Tensor& grad_y, const Tensor& grad_bias) {
+    if (grad_bias.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::conv_backward_bias(strided(grad_y, op), strided(grad_bias, op)));
+    } else {
+        cpu::conv_backward_bias(strided(grad_y, op), strided(grad_bias, op));
+    }
+}
+
+void run_add_bias(const char* op, const Tensor& y, const Tensor& bias) {
+    if (y.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::conv_add_bias(strided(y, op), strided(bias, op)));
+    } else {
+        cpu::conv_add_bias(strided(y, op), strided(bias, op));
+    }
+}
+
 // y = conv(x, weight) + bias for a batched x and the checked problem `s`; records backward.
 // grad_x = conv^T(grad_y, weight); grad_weight = sum_b grad_y im2col(x)^T; grad_bias = sum grad_y.
 Tensor conv_recorded(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
@@ -71,7 +117,7 @@ Tensor conv_recorded(const char* op, const Tensor& x, const Tensor& weight, cons
     Tensor xc = contiguous_no_grad(x), wc = contiguous_no_grad(weight);
     Tensor bc = contiguous_no_grad(bias);
     Tensor y = empty(out_shape, x.dtype(), x.device());
-    cpu::conv_forward(strided(xc, op), strided(wc, op), view_or_none(bc, op), strided(y, op), s);
+    run_forward(op, xc, wc, bc, y, s);
     if (!needs_recording({x, weight, bias})) return y;
     bool need_x = x.requires_grad(), need_w = weight.requires_grad();
     bool need_b = bias.defined() && bias.requires_grad();
@@ -83,17 +129,15 @@ Tensor conv_recorded(const char* op, const Tensor& x, const Tensor& weight, cons
         std::vector<Tensor> grads(3);
         if (need_x) {
             grads[0] = empty(x_shape, g.dtype(), g.device());
-            cpu::conv_backward_input(strided(g, op), strided(saved_w.get(), op),
-                                     strided(grads[0], op), s);
+            run_backward_input(op, g, saved_w.get(), grads[0], s);
         }
         if (need_w) {
             grads[1] = empty(w_shape, g.dtype(), g.device());
-            cpu::conv_backward_weight(strided(saved_x.get(), op), strided(g, op),
-                                      strided(grads[1], op), s);
+            run_backward_weight(op, saved_x.get(), g, grads[1], s);
         }
         if (need_b) {
             grads[2] = empty({s.out_channels}, g.dtype(), g.device());
-            cpu::conv_backward_bias(strided(g, op), strided(grads[2], op));
+            run_backward_bias(op, g, grads[2]);
         }
         return grads;
     });
@@ -188,8 +232,8 @@ Tensor conv_transpose_recorded(const char* op, const Tensor& x, const Tensor& we
     Tensor xc = contiguous_no_grad(x), wc = contiguous_no_grad(weight);
     Tensor bc = contiguous_no_grad(bias);
     Tensor y = empty(out_shape, x.dtype(), x.device());
-    cpu::conv_backward_input(strided(xc, op), strided(wc, op), strided(y, op), s);
-    if (bias.defined()) cpu::conv_add_bias(strided(y, op), strided(bc, op));
+    run_backward_input(op, xc, wc, y, s);
+    if (bias.defined()) run_add_bias(op, y, bc);
     if (!needs_recording({x, weight, bias})) return y;
     bool need_x = x.requires_grad(), need_w = weight.requires_grad();
     bool need_b = bias.defined() && bias.requires_grad();
@@ -201,17 +245,15 @@ Tensor conv_transpose_recorded(const char* op, const Tensor& x, const Tensor& we
         std::vector<Tensor> grads(3);
         if (need_x) {
             grads[0] = empty(x_shape, g.dtype(), g.device());
-            cpu::conv_forward(strided(g, op), strided(saved_w.get(), op), StridedView{},
-                              strided(grads[0], op), s);
+            run_forward(op, g, saved_w.get(), Tensor(), grads[0], s);
         }
         if (need_w) {
             grads[1] = empty(w_shape, g.dtype(), g.device());
-            cpu::conv_backward_weight(strided(g, op), strided(saved_x.get(), op),
-                                      strided(grads[1], op), s);
+            run_backward_weight(op, g, saved_x.get(), grads[1], s);
         }
         if (need_b) {
             grads[2] = empty({s.in_channels}, g.dtype(), g.device());
-            cpu::conv_backward_bias(strided(g, op), strided(grads[2], op));
+            run_backward_bias(op, g, grads[2]);
         }
         return grads;
     });

@@ -1,7 +1,7 @@
 // Convolution and transposed convolution over 1, 2 and 3 spatial dims, as torch.nn.functional:
 // NC(D)HW layout, cross-correlation (no kernel flip), zero padding. Dense problems run im2col +
 // GEMM, depthwise ones (groups == in == out channels) direct loops; kernels in
-// ops/cpu/conv.cpp and ops/cpu/conv_depthwise.cpp. CPU only for now: a CUDA input throws.
+// ops/cpu/conv*.cpp and ops/cuda/conv*.cu. Inputs, weight and bias share one device.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// Internal: the CPU kernels of convolution and transposed convolution. Every problem is seen
-// as 3-D (1-D and 2-D convolutions have leading spatial dims of size 1), on contiguous NC(D)HW
-// tensors. A transposed convolution is the adjoint of a convolution, so it runs the same three
-// kernels with input and output swapped (ops/conv.cpp arranges that). No CUDA kernels yet.
+// Internal: the CPU and CUDA kernels of convolution and transposed convolution. Every problem
+// is seen as 3-D (1-D and 2-D convolutions have leading spatial dims of size 1), on contiguous
+// NC(D)HW tensors. A transposed convolution is the adjoint of a convolution, so it runs the
+// same three kernels with input and output swapped (ops/conv.cpp arranges that).
 #pragma once
 
 #include <cstdint>
@@ -60,5 +60,35 @@ void depthwise_conv_backward_weight(const StridedView& x, const StridedView& gra
                                     const StridedView& grad_weight, const ConvShape& shape);
 
 }  // namespace cpu
+
+namespace cuda {
+
+// The same eight kernels on the GPU, same arguments and semantics, float32 and float64
+// (ops/cuda/conv.cu, ops/cuda/conv_depthwise.cu). Dense problems run im2col + cuBLAS GEMM over
+// bounded chunks of the batch (grad_x by GEMM + a gathering col2im, grad_weight by per-sample
+// GEMMs summed in a fixed order); depthwise ones direct kernels, with a fast path for 3x3 and
+// 3x3x3 at stride 1. Deterministic: no atomics. Everything on the default stream.
+void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
+                  const StridedView& y, const ConvShape& shape);
+void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                         const StridedView& grad_x, const ConvShape& shape);
+void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                          const StridedView& grad_weight, const ConvShape& shape);
+void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias);
+void conv_add_bias(const StridedView& y, const StridedView& bias);
+void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
+                            const StridedView& bias, const StridedView& y, const ConvShape& shape);
+void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                   const StridedView& grad_x, const ConvShape& shape);
+void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                    const StridedView& grad_weight, const ConvShape& shape);
+
+// The bound on the dense kernels' im2col buffer (default 256 MiB; the per-sample weight
+// gradient partials get a quarter of it). Returns the previous value. The tests lower it so
+// that small problems run the chunked paths (several chunks of samples, or of the output
+// positions of one sample); at least one output position is always processed.
+int64_t set_conv_scratch_limit(int64_t bytes);
+
+}  // namespace cuda
 
 }  // namespace lumen

@@ -1,9 +1,10 @@
 // matmul and linear: argument checks, torch.matmul's shape rules (1-D operands, broadcast batch
 // dims), folding a batch times a matrix into one large GEMM, dispatch, and the backward rules.
-// The GEMM itself is Eigen's, in ops/cpu/matmul.cpp.
+// The GEMM itself is Eigen's (ops/cpu/matmul.cpp) or cuBLAS's (ops/cuda/matmul.cu).
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
@@ -21,12 +22,18 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
                 "both arguments need at least 1 dim, got shapes ", a.shape(), " and ", b.shape());
     LUMEN_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, got ",
                 a.dtype(), " ", a.shape(), " and ", b.dtype(), " ", b.shape());
-    LUMEN_CHECK(a.dtype() == DType::float32 || a.dtype() == DType::float64, op,
-                "supports float32 and float64, got ", a.dtype(), " operands of shapes ", a.shape(),
-                " and ", b.shape());
     check_same_device(op, {a, b});
-    if (a.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+    bool half = a.dtype() == DType::float16 || a.dtype() == DType::bfloat16;
+    LUMEN_CHECK(!half || a.is_cuda(), op, a.dtype(), " products run on CUDA only (cuBLAS); on ",
+                "the CPU convert to float32 first, got operands of shapes ", a.shape(), " and ",
+                b.shape());
+    LUMEN_CHECK(half || a.dtype() == DType::float32 || a.dtype() == DType::float64, op,
+                "supports float32 and float64 (and float16/bfloat16 on CUDA), got ", a.dtype(),
+                " operands of shapes ", a.shape(), " and ", b.shape());
 }
+
+// The process-wide TF32 switch of matmul.h; read by the CUDA kernel at every product.
+std::atomic<bool> allow_tf32{false};
 
 Shape batch_dims(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 2); }
 
@@ -104,9 +111,14 @@ Tensor batched_matmul(const char* op, const Tensor& a_in, const Tensor& b_in, co
     Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b), op);
     Shape product_shape = with_matrix(batch, n, m);
     Tensor product = empty(product_shape, a.dtype(), a.device());
-    cpu::matmul_forward(strided_as(a, with_matrix(batch, n, k), op),
-                        strided_as(b, with_matrix(batch, k, m), op),
-                        bias.defined() ? strided(bias, op) : StridedView{}, strided(product, op));
+    StridedView a_view = strided_as(a, with_matrix(batch, n, k), op);
+    StridedView b_view = strided_as(b, with_matrix(batch, k, m), op);
+    StridedView bias_view = bias.defined() ? strided(bias, op) : StridedView{};
+    if (a.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::matmul_forward(a_view, b_view, bias_view, strided(product, op)));
+    } else {
+        cpu::matmul_forward(a_view, b_view, bias_view, strided(product, op));
+    }
     Tensor out = product.view(result_shape);  // product has no history: nothing is recorded
     if (!needs_recording({a, b, bias})) return out;
 
@@ -140,6 +152,9 @@ Tensor matmul_by_matrix(const char* op, const Tensor& a, const Tensor& b, const 
 }
 
 }  // namespace
+
+void set_matmul_allow_tf32(bool allow) { allow_tf32.store(allow); }
+bool matmul_allow_tf32() { return allow_tf32.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
     check_operands("matmul", a, b);

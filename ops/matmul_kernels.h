@@ -1,4 +1,5 @@
-// Internal: the matmul kernel signature and the layout rule it shares with ops/matmul.cpp.
+// Internal: the matmul kernel signatures (CPU: ops/cpu/matmul.cpp, CUDA: ops/cuda/matmul.cu)
+// and the layout rule they share with ops/matmul.cpp.
 // The op has already broadcast the batch dims (stride 0) and made sure every operand matrix
 // can be read in place by a GEMM; the kernel only multiplies.
 #pragma once
@@ -48,5 +49,16 @@ void matmul_forward(const StridedView& a, const StridedView& b, const StridedVie
                     const StridedView& out);
 
 }  // namespace cpu
+
+namespace cuda {
+
+// The same product through cuBLAS: float32 (TF32 tensor cores only under
+// set_matmul_allow_tf32(true)), float64, and float16/bfloat16 accumulated in float32 with the
+// result (bias included) rounded once to the input dtype. Strided batched calls over the batch
+// dims that follow one stride (stride 0 included), a host loop over the others.
+void matmul_forward(const StridedView& a, const StridedView& b, const StridedView& bias,
+                    const StridedView& out);
+
+}  // namespace cuda
 
 }  // namespace lumen

@@ -74,7 +74,10 @@ Plan make_plan(const ConvShape& s, int64_t element_bytes) {
     p.rows = p.in_group * s.kernel_size();
     p.columns = s.output_size();
     p.pointwise = s.kernel_size() == 1;
-    for (int d = 0; d < 3; ++d) p.pointwise &= s.stride[d] == 1 && s.padding[d] == 0;
+    // Equal sizes too: a transposed 1x1 convolution with output_padding (allowed when the
+    // dilation exceeds it) has more input than output positions, and x is then no im2col.
+    for (int d = 0; d < 3; ++d)
+        p.pointwise &= s.stride[d] == 1 && s.padding[d] == 0 && s.input[d] == s.output[d];
     int64_t chunk =
         std::max(kMinChunkColumns, kColBytes / std::max<int64_t>(1, p.rows * element_bytes));
     // Enough chunks for every thread even when there are fewer (sample, group) pairs.

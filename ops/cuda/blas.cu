@@ -1,0 +1,123 @@
+// cuBLAS for lumen: the per-device handles and the row-major GEMM of ops/cuda/blas.cuh.
+// cuBLAS is column-major; a row-major C = A B is the column-major C^T = B^T A^T, and a
+// row-major matrix read column-major is its transpose, so every call passes B before A with
+// the sizes (cols, rows, depth) and no data moves. This file compiled but has never run on a
+// GPU (written without one).
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/cuda/cuda_check.h"
+#include "core/storage.h"
+#include "ops/cuda/blas.cuh"
+
+namespace lumen::cuda {
+
+namespace {
+
+// Some cuBLAS kernels put the batch on grid.y/z (at most 65535); larger batches are cut into
+// calls of this many matrices (a round number keeps the chunks' pointers nicely aligned).
+constexpr int64_t kMaxBatch = 63 * 1024;
+
+int as_int(int64_t value, const char* what) {
+    LUMEN_CHECK(value >= 0 && value <= INT_MAX, "gemm", what, " = ", value,
+                " does not fit cuBLAS's 32-bit int");
+    return int(value);
+}
+
+struct GemmTypes {
+    cudaDataType_t data;
+    cublasComputeType_t compute;
+};
+
+// Storage and accumulation types. The half types accumulate in float32 (CUBLAS_COMPUTE_32F);
+// float32 uses TF32 tensor cores only when allowed (CUBLAS_COMPUTE_32F_FAST_TF32).
+GemmTypes gemm_types(DType dtype, bool allow_tf32) {
+    switch (dtype) {
+        case DType::float32:
+            return {CUDA_R_32F, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+        case DType::float64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F};
+        case DType::float16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+        case DType::bfloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+        default:
+            LUMEN_FAIL("gemm", "not implemented for dtype ", dtype,
+                       " (expected float32, float64, float16 or bfloat16)");
+    }
+}
+
+// A device's handle and the workspace it was given.
+struct DeviceBlas {
+    cublasHandle_t handle = nullptr;
+    std::unique_ptr<Storage> workspace;
+};
+
+// The workspace size cuBLAS recommends: 32 MiB on Hopper and later, 4 MiB before. It comes
+// from lumen's caching allocator, so that cuBLAS never calls cudaMalloc itself.
+size_t workspace_bytes(int device) {
+    int major = 0;
+    LUMEN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return size_t(major >= 9 ? 32 : 4) << 20;
+}
+
+}  // namespace
+
+cublasHandle_t blas_handle() {
+    static std::mutex mutex;
+    static std::vector<DeviceBlas> devices;  // handles are never destroyed (see header)
+    int device = 0;
+    LUMEN_CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex);
+    if (size_t(device) >= devices.size()) devices.resize(size_t(device) + 1);
+    DeviceBlas& blas = devices[size_t(device)];
+    if (blas.handle == nullptr) {
+        size_t bytes = workspace_bytes(device);
+        auto workspace = std::make_unique<Storage>(bytes, Device::cuda(device));
+        LUMEN_CUBLAS_CHECK(cublasCreate(&blas.handle));
+        // Stream first: cublasSetStream resets the workspace to cuBLAS's own.
+        LUMEN_CUBLAS_CHECK(cublasSetStream(blas.handle, cudaStream_t(0)));
+        LUMEN_CUBLAS_CHECK(cublasSetWorkspace(blas.handle, workspace->data(), bytes));
+        blas.workspace = std::move(workspace);
+    }
+    return blas.handle;
+}
+
+void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutput& c, int64_t depth,
+          double beta, int64_t batch, bool allow_tf32) {
+    if (c.rows == 0 || c.cols == 0 || batch == 0) return;
+    LUMEN_ASSERT(depth >= 1);
+    GemmTypes types = gemm_types(dtype, allow_tf32);
+    // alpha and beta have the compute type: double for float64, float for everything else.
+    double alpha64 = 1.0, beta64 = beta;
+    float alpha32 = 1.0f, beta32 = float(beta);
+    bool wide = types.compute == CUBLAS_COMPUTE_64F;
+    const void* alpha = wide ? static_cast<const void*>(&alpha64) : &alpha32;
+    const void* beta_ptr = wide ? static_cast<const void*>(&beta64) : &beta32;
+    // Column-major view: C^T (cols x rows) = op(B)^T (cols x depth) op(A)^T (depth x rows).
+    int m = as_int(c.cols, "cols"), n = as_int(c.rows, "rows"), k = as_int(depth, "depth");
+    int ldb = as_int(b.ld, "ldb"), lda = as_int(a.ld, "lda"), ldc = as_int(c.ld, "ldc");
+    cublasOperation_t op_b = b.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_a = a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasHandle_t handle = blas_handle();
+    if (batch == 1) {
+        LUMEN_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, m, n, k, alpha, b.data, types.data, ldb,
+                                        a.data, types.data, lda, beta_ptr, c.data, types.data, ldc,
+                                        types.compute, CUBLAS_GEMM_DEFAULT));
+        return;
+    }
+    size_t element = itemsize(dtype);
+    for (int64_t first = 0; first < batch; first += kMaxBatch) {
+        int count = int(std::min(kMaxBatch, batch - first));
+        const char* b_data = static_cast<const char*>(b.data) + first * b.batch_stride * element;
+        const char* a_data = static_cast<const char*>(a.data) + first * a.batch_stride * element;
+        char* c_data = static_cast<char*>(c.data) + first * c.batch_stride * element;
+        LUMEN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            handle, op_b, op_a, m, n, k, alpha, b_data, types.data, ldb, b.batch_stride, a_data,
+            types.data, lda, a.batch_stride, beta_ptr, c_data, types.data, ldc, c.batch_stride,
+            count, types.compute, CUBLAS_GEMM_DEFAULT));
+    }
+}
+
+}  // namespace lumen::cuda

@@ -1,0 +1,57 @@
+// Internal to the CUDA kernels: one cuBLAS handle per device and a row-major GEMM front end
+// over cublasGemmEx / cublasGemmStridedBatchedEx, shared by matmul (ops/cuda/matmul.cu) and
+// the dense convolutions (ops/cuda/conv.cu). Implemented in ops/cuda/blas.cu.
+#pragma once
+
+#include <cstdint>
+
+#include <cublas_v2.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+// Wraps every cuBLAS call: throws [cublas] naming the call and cuBLAS's status string.
+#define LUMEN_CUBLAS_CHECK(call)                                                                 \
+    do {                                                                                         \
+        cublasStatus_t lumen_status_ = (call);                                                   \
+        if (lumen_status_ != CUBLAS_STATUS_SUCCESS)                                              \
+            LUMEN_FAIL("cublas", #call, " failed: ", cublasGetStatusString(lumen_status_), " (", \
+                       __FILE__, ":", __LINE__, ")");                                            \
+    } while (0)
+
+namespace lumen::cuda {
+
+// The handle of the current device, created on first use (bound to the default stream, with
+// a 32 MiB workspace on Hopper, 4 MiB before, from lumen's caching allocator) and kept for
+// the life of the process: destroying it at exit could run after the CUDA context is gone.
+cublasHandle_t blas_handle();
+
+// One operand of a row-major GEMM. `data` holds the operand row-major with `ld` elements
+// between rows; when `transposed` it holds the operand's transpose that way (the operand is
+// then read column-major: a transposed view, or W^T read from W). `batch_stride` (elements)
+// separates the matrices of a batch; 0 repeats one matrix for every batch entry.
+struct GemmMatrix {
+    const void* data = nullptr;
+    int64_t ld = 1;
+    bool transposed = false;
+    int64_t batch_stride = 0;
+};
+
+// The output of a row-major GEMM: `rows` x `cols`, `ld` elements between rows.
+struct GemmOutput {
+    void* data = nullptr;
+    int64_t rows = 0, cols = 0, ld = 1;
+    int64_t batch_stride = 0;
+};
+
+// C[i] = A[i] B[i] + beta C[i] for i < batch, A (rows x depth), B (depth x cols), all of
+// `dtype` (float32, float64, float16, bfloat16). Products accumulate in float32 for float32
+// and the half types (output rounded once to the half type, so beta = 1 adds C in float32
+// too) and in float64 for float64. `allow_tf32` lets float32 use TF32 tensor cores.
+// Empty problems (rows, cols or batch 0) return at once; depth must be >= 1 (callers handle
+// an empty inner dim: cuBLAS would still want valid leading dims for the empty operands).
+// Throws [cublas] on a cuBLAS error and [gemm] when a size does not fit cuBLAS's int.
+void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutput& c, int64_t depth,
+          double beta, int64_t batch, bool allow_tf32);
+
+}  // namespace lumen::cuda
