@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -276,4 +277,16 @@ TEST_CASE("index ops report bad indices and mixed devices on the GPU", "[cuda][o
             scatter_add(x, 1, cpu_index.cuda(), random_input({1, 1, 1}));
         },
         {"[scatter_add]", "different devices"});
+}
+
+// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
+// backward sums out * dout, so it also needs the CUDA reductions).
+TEST_CASE("index oracle vectors pass on the GPU", "[cuda][ops][index]") {
+    if (!have_gpu()) return;
+    for (const char* name : {"gather", "embedding"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -233,4 +234,17 @@ TEST_CASE("pad argument errors are the same on the GPU", "[cuda][ops][pad]") {
     require_error([&] { pad(x, {4, 0}, "reflect"); }, {"[pad]", "reflect", "smaller"});
     require_error([&] { pad(x, {5, 0}, "circular"); }, {"[pad]", "circular"});
     require_error([&] { pad(x, {1}, "constant"); }, {"[pad]", "odd"});
+}
+
+// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
+// backward sums out * dout, so it also needs the CUDA reductions).
+TEST_CASE("interpolate and pad oracle vectors pass on the GPU", "[cuda][ops][interpolate]") {
+    if (!have_gpu()) return;
+    for (const char* name : {"interp_nearest", "interp_bilinear_ac0", "interp_bilinear_ac1",
+                             "interp_trilinear_ac0", "interp_trilinear_ac1", "pad_reflect"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -180,4 +181,16 @@ TEST_CASE("cumsum matches the CPU on the GPU on every kernel path", "[cuda][ops]
         }
     }
     require_error([] { cumsum(random_input({3}).to(DType::float16), 0); }, {"[cumsum]", "float16"});
+}
+
+// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
+// backward sums out * dout, so it also needs the CUDA reductions).
+TEST_CASE("layout oracle vectors pass on the GPU", "[cuda][ops][layout]") {
+    if (!have_gpu()) return;
+    for (const char* name : {"roll", "cumsum"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -221,4 +222,16 @@ TEST_CASE("pool argument errors are the same on the GPU", "[cuda][ops][pool]") {
     require_error([&] { max_pool2d(x, {5}); }, {"[max_pool2d]", "too small"});
     require_error([&] { avg_pool2d(x.to(DType::int64), {2}); }, {"[avg_pool2d]", "int64"});
     require_error([&] { adaptive_avg_pool2d(x, {0}); }, {"[adaptive_avg_pool2d]", "positive"});
+}
+
+// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
+// backward sums out * dout, so it also needs the CUDA reductions).
+TEST_CASE("pool oracle vectors pass on the GPU", "[cuda][ops][pool]") {
+    if (!have_gpu()) return;
+    for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
 }
