@@ -1,5 +1,6 @@
 // The index family: argument checks as in PyTorch (index dtype and rank, shape rules, range),
-// output allocation, the CPU kernels (ops/cpu/index.cpp) and the backward rules, which are the
+// output allocation, the kernels (ops/cpu/index.cpp, ops/cuda/index.cu) and the backward rules,
+// which are the
 // ops' adjoint pairs: gather <-> scatter_add, index_select <-> index_add. repeat_interleave is
 // built from expand/reshape or index_select, so its gradient comes from those.
 #include "ops/index.h"
@@ -14,10 +15,6 @@
 namespace lumen {
 
 namespace {
-
-void check_cpu(const Tensor& t, const char* op) {
-    if (t.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
-}
 
 void check_index_dtype(const Tensor& index, const char* op, const char* what = "index") {
     LUMEN_CHECK(index.dtype() == DType::int64 || index.dtype() == DType::int32, op, what,
@@ -57,12 +54,42 @@ void check_gather_shapes(const Tensor& x, int d, const Tensor& index, const char
 // 0-d tensors are treated as 1-element 1-D ones by the kernels.
 Tensor at_least_1d(const Tensor& t) { return t.ndim() == 0 ? t.reshape({1}) : t; }
 
+// The kernels that several ops call, on the device of their tensors.
+BadIndex find_out_of_range(const Tensor& index, int64_t size, const char* op) {
+    BadIndex bad;
+    if (index.is_cuda()) {
+        LUMEN_ON_CUDA(op, bad = cuda::find_out_of_range(strided(index, op), size));
+    } else {
+        bad = cpu::find_out_of_range(strided(index, op), size);
+    }
+    return bad;
+}
+
+void index_select_into(const Tensor& x, const Tensor& index, const Tensor& out, int d,
+                       const char* op) {
+    StridedView xv = strided(x, op), iv = strided(index, op), ov = strided(out, op);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::index_select_forward(xv, iv, ov, d));
+    } else {
+        cpu::index_select_forward(xv, iv, ov, d);
+    }
+}
+
+void index_add_into(const Tensor& out, const Tensor& index, const Tensor& source, int d,
+                    double alpha, const char* op) {
+    StridedView ov = strided(out, op), iv = strided(index, op), sv = strided(source, op);
+    if (out.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::index_add_forward(ov, iv, sv, d, alpha));
+    } else {
+        cpu::index_add_forward(ov, iv, sv, d, alpha);
+    }
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     const char* op = "gather";
-    check_cpu(x, op);
-    check_cpu(index, op);
+    check_same_device(op, {x, index});
     check_index_dtype(index, op);
     int d = wrap_dim(dim, x.ndim(), op);
     if (x.ndim() == 0 && index.ndim() <= 1 && index.numel() == 1)
@@ -70,8 +97,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     check_gather_shapes(x, d, index, op);
     Tensor out = empty(index.shape(), x.dtype(), x.device());
     if (out.numel() > 0) {
-        cpu::BadIndex bad =
-            cpu::gather_forward(strided(x, op), strided(index, op), strided(out, op), d);
+        StridedView xv = strided(x, op), iv = strided(index, op), ov = strided(out, op);
+        BadIndex bad;
+        if (x.is_cuda()) {
+            LUMEN_ON_CUDA(op, bad = cuda::gather_forward(xv, iv, ov, d));
+        } else {
+            bad = cpu::gather_forward(xv, iv, ov, d);
+        }
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = scatter_add(zeros like x, dim, index, grad_out): each picked element gets its
@@ -85,7 +117,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
     const char* op = "scatter_add";
-    for (const Tensor* t : {&x, &index, &src}) check_cpu(*t, op);
+    check_same_device(op, {x, index, src});
     check_index_dtype(index, op);
     LUMEN_CHECK(src.dtype() == x.dtype(), op, "src must have the input's dtype: got ", src.dtype(),
                 " and ", x.dtype());
@@ -101,8 +133,13 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
                     " is larger than src shape ", src.shape(), " in dim ", k);
     Tensor out = plain_clone(x);
     if (index.numel() > 0) {
-        cpu::BadIndex bad =
-            cpu::scatter_add_forward(strided(out, op), strided(index, op), strided(src, op), d);
+        StridedView ov = strided(out, op), iv = strided(index, op), sv = strided(src, op);
+        BadIndex bad;
+        if (x.is_cuda()) {
+            LUMEN_ON_CUDA(op, bad = cuda::scatter_add_forward(ov, iv, sv, d));
+        } else {
+            bad = cpu::scatter_add_forward(ov, iv, sv, d);
+        }
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = grad_out; dsrc = gather(grad_out, dim, index) on the part of src that index covers
@@ -129,7 +166,7 @@ namespace {
 void check_vector_index(const Tensor& index, int d, int64_t size, const char* op) {
     check_index_dtype(index, op);
     LUMEN_CHECK(index.ndim() <= 1, op, "index must be 0-d or 1-D, got shape ", index.shape());
-    cpu::BadIndex bad = cpu::find_out_of_range(strided(index, op), size);
+    BadIndex bad = find_out_of_range(index, size, op);
     if (bad.found) fail_range(op, bad.value, d, size);
 }
 
@@ -137,8 +174,7 @@ void check_vector_index(const Tensor& index, int d, int64_t size, const char* op
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     const char* op = "index_select";
-    check_cpu(x, op);
-    check_cpu(index, op);
+    check_same_device(op, {x, index});
     int d = wrap_dim(dim, x.ndim(), op);
     if (x.ndim() == 0) {
         Tensor picked = index_select(x.reshape({1}), 0, index);
@@ -148,8 +184,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     Shape shape = x.shape();
     shape[size_t(d)] = index.numel();
     Tensor out = empty(shape, x.dtype(), x.device());
-    cpu::index_select_forward(strided(plain_contiguous(x), op), strided(index, op),
-                              strided(out, op), d);
+    index_select_into(plain_contiguous(x), index, out, d, op);
     // dx = index_add(zeros like x, dim, index, grad_out): repeated indices accumulate
     record_backward(op, {x}, out, [d, shape = x.shape(), saved = save(index)](const Tensor& g) {
         return std::vector<Tensor>{
@@ -161,7 +196,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  double alpha) {
     const char* op = "index_add";
-    for (const Tensor* t : {&x, &index, &source}) check_cpu(*t, op);
+    check_same_device(op, {x, index, source});
     int d = wrap_dim(dim, x.ndim(), op);
     if (x.ndim() == 0)
         return index_add(x.reshape({1}), 0, index, at_least_1d(source), alpha).reshape({});
@@ -177,8 +212,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
     LUMEN_CHECK(is_floating(x.dtype()) || alpha == double(int64_t(alpha)), op,
                 "alpha must be an integer for an integer input, got ", alpha);
     Tensor out = plain_clone(x);
-    cpu::index_add_forward(strided(out, op), strided(index, op), strided(plain_contiguous(src), op),
-                           d, alpha);
+    index_add_into(out, index, plain_contiguous(src), d, alpha, op);
     // dx = grad_out; dsource = alpha * index_select(grad_out, dim, index)
     bool need_source = source.requires_grad();
     record_backward(
@@ -194,8 +228,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
     const char* op = "embedding";
-    check_cpu(weight, op);
-    check_cpu(indices, op);
+    check_same_device(op, {weight, indices});
     LUMEN_CHECK(weight.ndim() == 2, op,
                 "weight must be 2-D (num_embeddings, embedding_dim), got "
                 "shape ",
@@ -208,29 +241,25 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
         if (*padding_idx < 0) padding_idx = *padding_idx + rows;
     }
     Tensor flat = plain_contiguous(indices).reshape({-1});
-    cpu::BadIndex bad = cpu::find_out_of_range(strided(flat, op), rows);
+    BadIndex bad = find_out_of_range(flat, rows, op);
     if (bad.found) fail_range(op, bad.value, 0, rows);
     Shape shape = indices.shape();
     shape.push_back(width);
     Tensor out = empty(shape, weight.dtype(), weight.device());
-    cpu::index_select_forward(strided(plain_contiguous(weight), op), strided(flat, op),
-                              strided(out, op), 0);
+    index_select_into(plain_contiguous(weight), flat, out, 0, op);
     // dweight[r] = sum of grad_out rows whose index is r; the padding row gets none
-    record_backward(op, {weight}, out,
-                    [rows, width, padding_idx, saved = save(flat)](const Tensor& g) {
-                        Tensor grad_weight = zeros({rows, width}, g.dtype(), g.device());
-                        cpu::index_add_forward(strided(grad_weight, "embedding"),
-                                               strided(saved.get(), "embedding"),
-                                               strided(g.contiguous(), "embedding"), 0, 1.0);
-                        if (padding_idx) grad_weight.select(0, *padding_idx).zero_();
-                        return std::vector<Tensor>{grad_weight};
-                    });
+    record_backward(
+        op, {weight}, out, [rows, width, padding_idx, saved = save(flat)](const Tensor& g) {
+            Tensor grad_weight = zeros({rows, width}, g.dtype(), g.device());
+            index_add_into(grad_weight, saved.get(), g.contiguous(), 0, 1.0, "embedding");
+            if (padding_idx) grad_weight.select(0, *padding_idx).zero_();
+            return std::vector<Tensor>{grad_weight};
+        });
     return out;
 }
 
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
     const char* op = "repeat_interleave";
-    check_cpu(x, op);
     LUMEN_CHECK(repeats >= 0, op, "repeats must be non-negative, got ", repeats);
     Tensor input = dim ? at_least_1d(x) : x.reshape({-1});
     int d = dim ? wrap_dim(*dim, input.ndim(), op) : 0;
@@ -243,8 +272,7 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
 
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim) {
     const char* op = "repeat_interleave";
-    check_cpu(x, op);
-    check_cpu(repeats, op);
+    check_same_device(op, {x, repeats});
     check_index_dtype(repeats, op, "repeats");
     LUMEN_CHECK(repeats.ndim() <= 1, op, "repeats must be 0-d or 1-D, got shape ", repeats.shape());
     Tensor input = dim ? at_least_1d(x) : x.reshape({-1});
@@ -260,17 +288,20 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
                     counts[size_t(i)], " at position ", i);
         picks.insert(picks.end(), size_t(counts[size_t(i)]), i);
     }
-    return index_select(input, d, from_vector(picks, {int64_t(picks.size())}));
+    return index_select(input, d, from_vector(picks, {int64_t(picks.size())}, input.device()));
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     const char* op = "one_hot";
-    check_cpu(indices, op);
     check_index_dtype(indices, op, "indices");
     LUMEN_CHECK(num_classes >= -1, op, "num_classes must be -1 or non-negative, got ", num_classes);
     if (indices.numel() > 0) {
         int64_t min = 0, max = 0;
-        cpu::index_min_max(strided(indices, op), min, max);
+        if (indices.is_cuda()) {
+            LUMEN_ON_CUDA(op, cuda::index_min_max(strided(indices, op), min, max));
+        } else {
+            cpu::index_min_max(strided(indices, op), min, max);
+        }
         LUMEN_CHECK(min >= 0, op, "class values must be non-negative, got ", min);
         if (num_classes == -1) num_classes = max + 1;
         LUMEN_CHECK(max < num_classes, op, "class value ", max, " is out of range for ",
@@ -281,8 +312,14 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     Shape shape = indices.shape();
     shape.push_back(num_classes);
     Tensor out = zeros(shape, DType::int64, indices.device());
-    if (indices.numel() > 0)
-        cpu::one_hot_forward(strided(indices, op), strided(out, op), num_classes);
+    if (indices.numel() > 0) {
+        if (indices.is_cuda()) {
+            LUMEN_ON_CUDA(
+                op, cuda::one_hot_forward(strided(indices, op), strided(out, op), num_classes));
+        } else {
+            cpu::one_hot_forward(strided(indices, op), strided(out, op), num_classes);
+        }
+    }
     return out;
 }
 

@@ -3,7 +3,8 @@
 // accepted too); an index outside [0, size) throws [op] naming the value and the valid range,
 // and nothing is read out of bounds. Values: gather, index_select, embedding and
 // repeat_interleave move any dtype; scatter_add and index_add take numeric dtypes. Gradients
-// flow to the floating value inputs. CPU only for now: a CUDA input throws [op].
+// flow to the floating value inputs. CPU or CUDA; all tensors of a call on one device (else
+// [op] throws).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
-// Internal: the CPU kernels of the index family (gather, scatter_add, index_select, index_add,
-// one_hot and the index checks). Index tensors are int64 or int32. Pure data movement (gather,
+// Internal: the kernels of the index family (gather, scatter_add, index_select, index_add,
+// one_hot and the index checks), on the CPU (ops/cpu/index.cpp) and on CUDA (ops/cuda/index.cu)
+// with the same signatures. Index tensors are int64 or int32. Pure data movement (gather,
 // index_select) copies elements of any dtype by size; the adding kernels take float32,
 // float64, int64, int32 and uint8. Shape and dtype checks are the caller's (ops/index.cpp).
 #pragma once
@@ -8,13 +9,15 @@
 
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
 
 // An index found outside [0, size) by a kernel: the op then throws naming `value`.
 struct BadIndex {
     bool found = false;
     int64_t value = 0;
 };
+
+namespace cpu {
 
 // The first index outside [0, size) in `index` (any shape and strides), if any.
 BadIndex find_out_of_range(const StridedView& index, int64_t size);
@@ -50,4 +53,26 @@ void index_add_forward(const StridedView& out, const StridedView& index, const S
 // [i, index[i]]; every index is already in [0, num_classes).
 void one_hot_forward(const StridedView& index, const StridedView& out, int64_t num_classes);
 
-}  // namespace lumen::cpu
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/index.cu), for the same dtypes. A
+// kernel that meets an out-of-range index records the first one (in row-major order of the
+// index) in device memory; the launcher reads it back after the launch (a few bytes, copied
+// synchronously) and returns it, so the op throws the CPU's error. scatter_add and index_add
+// add with atomics: with repeated indices, floating sums are not bit-reproducible from run to
+// run (integer sums are exact).
+namespace cuda {
+BadIndex find_out_of_range(const StridedView& index, int64_t size);
+void index_min_max(const StridedView& index, int64_t& min, int64_t& max);
+BadIndex gather_forward(const StridedView& x, const StridedView& index, const StridedView& out,
+                        int dim);
+BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
+                             const StridedView& src, int dim);
+void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
+                          int dim);
+void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
+                       int dim, double alpha);
+void one_hot_forward(const StridedView& index, const StridedView& out, int64_t num_classes);
+}  // namespace cuda
+
+}  // namespace lumen

@@ -1,7 +1,7 @@
 // interpolate: F.interpolate's argument rules and output sizes, the contiguous (planes, D, H, W)
 // layout the kernels take (lower ranks get leading spatial dims of size 1), "area" through the
-// adaptive average pools, and the backward rule (a dedicated scatter kernel). Kernels in
-// ops/cpu/interpolate.cpp.
+// adaptive average pools, and the backward rule (a dedicated kernel). Kernels in
+// ops/cpu/interpolate.cpp and ops/cuda/interpolate.cu.
 #include "ops/interpolate.h"
 
 #include <cmath>
@@ -14,9 +14,6 @@
 namespace lumen {
 
 namespace {
-
-using cpu::InterpolateGeometry;
-using cpu::InterpolateMode;
 
 constexpr const char* kOp = "interpolate";
 
@@ -34,7 +31,6 @@ int64_t rank_of_mode(const std::string& mode) {
 void check_arguments(const Tensor& x, const Dims& size, const std::vector<double>& scale_factor,
                      const std::string& mode, std::optional<bool> align_corners,
                      std::optional<bool> recompute_scale_factor) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(kOp);
     LUMEN_CHECK(x.ndim() >= 3 && x.ndim() <= 5, kOp,
                 "expects a 3-D, 4-D or 5-D input (B, C, spatial...), got shape ", x.shape());
     LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, kOp,
@@ -109,13 +105,22 @@ Tensor interpolate(const Tensor& x, const Dims& size, const std::vector<double>&
     }
     Shape out_shape = {x.size(0), x.size(1)};
     out_shape.insert(out_shape.end(), out.begin(), out.end());
-    Tensor y = empty(out_shape, x.dtype());
-    cpu::interpolate_forward(strided(input, kOp), strided(y, kOp), g);
+    Tensor y = empty(out_shape, x.dtype(), x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(kOp, cuda::interpolate_forward(strided(input, kOp), strided(y, kOp), g));
+    } else {
+        cpu::interpolate_forward(strided(input, kOp), strided(y, kOp), g);
+    }
     // dx[i] = sum over outputs o that read input i of weight(o, i) * grad_out[o]
     record_backward(kOp, {x}, y, [g, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
-        Tensor grad_x = empty(shape, dtype);
-        cpu::interpolate_backward(strided(go, kOp), strided(grad_x, kOp), g);
+        Tensor grad_x = empty(shape, dtype, go.device());
+        if (go.is_cuda()) {
+            LUMEN_ON_CUDA(kOp,
+                          cuda::interpolate_backward(strided(go, kOp), strided(grad_x, kOp), g));
+        } else {
+            cpu::interpolate_backward(strided(go, kOp), strided(grad_x, kOp), g);
+        }
         return std::vector<Tensor>{grad_x};
     });
     return y;

@@ -1,7 +1,7 @@
 // interpolate: resampling of the spatial dims of (B, C, L), (B, C, H, W) or (B, C, D, H, W)
 // tensors, as torch.nn.functional.interpolate (PyTorch 1.13 index formulas, bit-compatible
-// index choices). float32/float64, CPU (a CUDA input throws); gradient with respect to x.
-// Kernels in ops/cpu/interpolate.cpp.
+// index choices). float32/float64, CPU or CUDA; gradient with respect to x. Kernels in
+// ops/cpu/interpolate.cpp and ops/cuda/interpolate.cu.
 #pragma once
 
 #include <optional>

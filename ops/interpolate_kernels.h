@@ -1,13 +1,13 @@
-// Internal: the CPU kernels of interpolate (nearest, nearest-exact and the separable linear
-// modes, 1-D to 3-D alike: lower ranks have leading spatial dims of size 1). No CUDA kernels
-// yet.
+// Internal: the kernels of interpolate (nearest, nearest-exact and the separable linear modes,
+// 1-D to 3-D alike: lower ranks have leading spatial dims of size 1), on the CPU
+// (ops/cpu/interpolate.cpp) and on CUDA (ops/cuda/interpolate.cu) with the same signatures.
 #pragma once
 
 #include <cstdint>
 
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
 
 enum class InterpolateMode { nearest, nearest_exact, linear };
 
@@ -24,6 +24,8 @@ struct InterpolateGeometry {
     InterpolateMode mode = InterpolateMode::nearest;
 };
 
+namespace cpu {
+
 // y (planes, outD, outH, outW) from x (planes, D, H, W), both contiguous float32/float64,
 // with PyTorch's source-index formulas (UpSample.h, UpSampleKernel.cpp): nearest picks
 // min(floor(o * scale), in - 1), nearest-exact min(floor((o + 0.5) * scale), in - 1), the
@@ -37,4 +39,17 @@ void interpolate_forward(const StridedView& x, const StridedView& y,
 void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,
                           const InterpolateGeometry& geometry);
 
-}  // namespace lumen::cpu
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/interpolate.cu), float32 and float64,
+// with the CPU's index and weight formulas evaluated in the same precision and rounding (no
+// fused multiply-adds), so indices match exactly and values to the last bit in the usual
+// case. Backward gathers (one thread per input element, in the CPU's order): no atomics.
+namespace cuda {
+void interpolate_forward(const StridedView& x, const StridedView& y,
+                         const InterpolateGeometry& geometry);
+void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,
+                          const InterpolateGeometry& geometry);
+}  // namespace cuda
+
+}  // namespace lumen

@@ -1,7 +1,7 @@
-// The layout family: roll (block copies into a fresh tensor), flip, tril/triu and cumsum (CPU
-// kernels in ops/cpu/layout.cpp, backward rules here), and the compositions repeat,
-// causal_mask, window_partition and window_reverse, whose gradients come from the view ops
-// they are built of.
+// The layout family: roll (block copies into a fresh tensor), flip, tril/triu and cumsum
+// (kernels in ops/cpu/layout.cpp and ops/cuda/layout.cu, backward rules here), and the
+// compositions repeat, causal_mask, window_partition and window_reverse, whose gradients come
+// from the view ops they are built of.
 #include "ops/layout.h"
 
 #include <limits>
@@ -13,10 +13,6 @@
 namespace lumen {
 
 namespace {
-
-void check_cpu(const Tensor& t, const char* op) {
-    if (t.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
-}
 
 Tensor plain_contiguous(const Tensor& t) {
     NoGradGuard no_grad;
@@ -47,7 +43,6 @@ void roll_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>& s
 
 Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
     const char* op = "roll";
-    check_cpu(x, op);
     if (dims.empty()) {
         LUMEN_CHECK(shifts.size() == 1, op, "without dims, shifts must hold one value, got ",
                     shifts);
@@ -75,7 +70,6 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     const char* op = "flip";
-    check_cpu(x, op);
     uint32_t flipped = 0;
     for (int64_t dim : dims) {
         int d = wrap_dim(dim, x.ndim(), op);
@@ -83,7 +77,13 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
         if (x.ndim() > 0) flipped |= 1u << d;
     }
     Tensor out = empty(x.shape(), x.dtype(), x.device());
-    if (out.numel() > 0) cpu::flip_forward(strided(x, op), strided(out, op), flipped);
+    if (out.numel() > 0) {
+        if (x.is_cuda()) {
+            LUMEN_ON_CUDA(op, cuda::flip_forward(strided(x, op), strided(out, op), flipped));
+        } else {
+            cpu::flip_forward(strided(x, op), strided(out, op), flipped);
+        }
+    }
     // d out / dx: the gradient flipped back
     record_backward(op, {x}, out,
                     [dims](const Tensor& g) { return std::vector<Tensor>{flip(g, dims)}; });
@@ -92,7 +92,6 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
 
 Tensor repeat(const Tensor& x, const std::vector<int64_t>& sizes) {
     const char* op = "repeat";
-    check_cpu(x, op);
     LUMEN_CHECK(int64_t(sizes.size()) >= x.ndim(), op, "sizes ", sizes, " has fewer entries than ",
                 "the input has dims (shape ", x.shape(), ")");
     size_t ndim = sizes.size();
@@ -115,11 +114,16 @@ namespace {
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
     const char* op = lower ? "tril" : "triu";
-    check_cpu(x, op);
     LUMEN_CHECK(x.ndim() >= 2, op, "expects at least 2 dims (.., rows, cols), got shape ",
                 x.shape());
     Tensor out = empty(x.shape(), x.dtype(), x.device());
-    cpu::tril_forward(strided(plain_contiguous(x), op), strided(out, op), diagonal, lower);
+    Tensor input = plain_contiguous(x);
+    StridedView xv = strided(input, op), ov = strided(out, op);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::tril_forward(xv, ov, diagonal, lower));
+    } else {
+        cpu::tril_forward(xv, ov, diagonal, lower);
+    }
     // d out / dx: 1 inside the kept triangle, 0 outside, so the same triangle of the gradient
     record_backward(op, {x}, out, [diagonal, lower](const Tensor& g) {
         return std::vector<Tensor>{triangle(g, diagonal, lower)};
@@ -139,8 +143,8 @@ Tensor causal_mask(int64_t size, DType dtype, Device device) {
                 "got ",
                 dtype);
     LUMEN_CHECK(size >= 0, "causal_mask", "size must be non-negative, got ", size);
-    Tensor ninf = full({size, size}, -std::numeric_limits<double>::infinity(), dtype);
-    return triu(ninf, 1).to(device);
+    Tensor ninf = full({size, size}, -std::numeric_limits<double>::infinity(), dtype, device);
+    return triu(ninf, 1);
 }
 
 Tensor window_partition(const Tensor& x, const std::vector<int64_t>& window_size) {
@@ -204,7 +208,13 @@ namespace {
 Tensor running_sum(const Tensor& x, int d, bool reverse, const char* op) {
     DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::int64;
     Tensor out = empty(x.shape(), out_dtype, x.device());
-    cpu::cumsum_forward(strided(plain_contiguous(x), op), strided(out, op), d, reverse);
+    Tensor input = plain_contiguous(x);
+    StridedView xv = strided(input, op), ov = strided(out, op);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::cumsum_forward(xv, ov, d, reverse));
+    } else {
+        cpu::cumsum_forward(xv, ov, d, reverse);
+    }
     return out;
 }
 
@@ -212,9 +222,8 @@ Tensor running_sum(const Tensor& x, int d, bool reverse, const char* op) {
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
     const char* op = "cumsum";
-    check_cpu(x, op);
     int d = wrap_dim(dim, x.ndim(), op);
-    LUMEN_CHECK(x.dtype() != DType::float16 && x.dtype() != DType::bfloat16, op,
+    LUMEN_CHECK(x.is_cuda() || (x.dtype() != DType::float16 && x.dtype() != DType::bfloat16), op,
                 "not implemented for dtype ", x.dtype(),
                 " on CPU (expected float32, float64 or "
                 "an integer dtype)");

@@ -1,7 +1,7 @@
 // Layout ops with PyTorch names: roll, flip, repeat, tril/triu and the causal mask built from
 // them, Swin's window_partition / window_reverse (2-D and 3-D), and cumsum. roll, flip, repeat,
 // tril/triu and the window ops move elements of any dtype; all are differentiable in floating
-// inputs. CPU only for now: a CUDA input throws [op].
+// inputs. CPU or CUDA.
 #pragma once
 
 #include <vector>
@@ -49,9 +49,10 @@ Tensor window_reverse(const Tensor& windows, const std::vector<int64_t>& window_
                       const Shape& dims);
 
 // Running sum along dim: out[.., i, ..] = sum of x[.., k, ..] for k <= i, as torch.cumsum.
-// Each line is one sequential sum (float32 accumulates in double, as PyTorch on CPU). Floating
-// x keeps its dtype; integer and bool x give int64 (no gradient). Backward: the reversed
-// running sum of the gradient.
+// Each line is one sequential sum (float32 accumulates in double, as PyTorch on CPU; CUDA does
+// the same, and also takes float16/bfloat16, accumulated in float). Floating x keeps its dtype;
+// integer and bool x give int64 (no gradient). Backward: the reversed running sum of the
+// gradient.
 Tensor cumsum(const Tensor& x, int64_t dim);
 
 }  // namespace lumen

@@ -1,13 +1,16 @@
-// Internal: the CPU kernels of the layout family (flip, tril/triu, cumsum). flip and tril/triu
-// move elements of any dtype by size; cumsum adds float32/float64 (accumulated in double) and
-// integer dtypes (accumulated and stored as int64). Checks are the caller's (ops/layout.cpp).
+// Internal: the kernels of the layout family (flip, tril/triu, cumsum), on the CPU
+// (ops/cpu/layout.cpp) and on CUDA (ops/cuda/layout.cu) with the same signatures. flip and
+// tril/triu move elements of any dtype by size; cumsum adds float32/float64 (accumulated in
+// double) and integer dtypes (accumulated and stored as int64). Checks are the caller's
+// (ops/layout.cpp).
 #pragma once
 
 #include <cstdint>
 
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
+namespace cpu {
 
 // out = x with the dims whose bit is set in `flipped` reversed. x any strides, out contiguous
 // of the same shape and dtype.
@@ -22,4 +25,15 @@ void tril_forward(const StridedView& x, const StridedView& out, int64_t diagonal
 // integer and bool x.
 void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool reverse);
 
-}  // namespace lumen::cpu
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/layout.cu). cumsum also takes float16
+// and bfloat16 there (accumulated in float, stored in the input's dtype); its lines are summed
+// in a different order than on the CPU for lines that are contiguous and long (a warp scan).
+namespace cuda {
+void flip_forward(const StridedView& x, const StridedView& out, uint32_t flipped);
+void tril_forward(const StridedView& x, const StridedView& out, int64_t diagonal, bool lower);
+void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool reverse);
+}  // namespace cuda
+
+}  // namespace lumen

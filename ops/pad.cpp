@@ -1,6 +1,7 @@
 // pad: F.pad's argument rules (PyTorch's order: the last dim's pair first), the contiguous
 // (outer, padded dims...) layout the kernels take, and the backward rule (a dedicated kernel:
-// a crop for constant padding, a scatter-add for the others). Kernels in ops/cpu/pad.cpp.
+// a crop for constant padding, a scatter-add for the others). Kernels in ops/cpu/pad.cpp and
+// ops/cuda/pad.cu.
 #include "ops/pad.h"
 
 #include "core/autograd.h"
@@ -10,9 +11,6 @@
 namespace lumen {
 
 namespace {
-
-using cpu::PadGeometry;
-using cpu::PadMode;
 
 constexpr const char* kOp = "pad";
 
@@ -89,7 +87,6 @@ PadGeometry geometry_of(const Tensor& x, const Dims& pads, const std::string& mo
 }  // namespace
 
 Tensor pad(const Tensor& x, const Dims& pad, const std::string& mode, std::optional<double> value) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(kOp);
     LUMEN_CHECK(x.ndim() >= 1, kOp, "expects an input with at least one dim, got a 0-d tensor");
     PadGeometry g = geometry_of(x, pad, mode, value);
     Tensor input;
@@ -99,13 +96,21 @@ Tensor pad(const Tensor& x, const Dims& pad, const std::string& mode, std::optio
     }
     Shape out_shape = x.shape();
     for (int j = 0; j < g.dims; ++j) out_shape[size_t(x.ndim() - g.dims + j)] = g.out[j];
-    Tensor y = empty(out_shape, x.dtype());
-    cpu::pad_forward(strided(input, kOp), strided(y, kOp), g);
+    Tensor y = empty(out_shape, x.dtype(), x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(kOp, cuda::pad_forward(strided(input, kOp), strided(y, kOp), g));
+    } else {
+        cpu::pad_forward(strided(input, kOp), strided(y, kOp), g);
+    }
     // dx[i] = sum of grad_out[o] over the outputs o that copied x[i]
     record_backward(kOp, {x}, y, [g, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
-        Tensor grad_x = empty(shape, dtype);
-        cpu::pad_backward(strided(go, kOp), strided(grad_x, kOp), g);
+        Tensor grad_x = empty(shape, dtype, go.device());
+        if (go.is_cuda()) {
+            LUMEN_ON_CUDA(kOp, cuda::pad_backward(strided(go, kOp), strided(grad_x, kOp), g));
+        } else {
+            cpu::pad_backward(strided(go, kOp), strided(grad_x, kOp), g);
+        }
         return std::vector<Tensor>{grad_x};
     });
     return y;

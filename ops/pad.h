@@ -1,6 +1,6 @@
 // pad: constant, reflect, replicate and circular padding of trailing dims, as
-// torch.nn.functional.pad. CPU (a CUDA input throws); gradient with respect to x for float32
-// and float64. Kernels in ops/cpu/pad.cpp.
+// torch.nn.functional.pad. CPU or CUDA; gradient with respect to x for float32 and float64.
+// Kernels in ops/cpu/pad.cpp and ops/cuda/pad.cu.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
-// Internal: the CPU kernels of pad (constant, reflect, replicate, circular over any number of
-// trailing dims). No CUDA kernels yet.
+// Internal: the kernels of pad (constant, reflect, replicate, circular over any number of
+// trailing dims), on the CPU (ops/cpu/pad.cpp) and on CUDA (ops/cuda/pad.cu) with the same
+// signatures.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include "core/shape.h"
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
 
 enum class PadMode { constant, reflect, replicate, circular };
 
@@ -26,6 +27,8 @@ struct PadGeometry {
     double value = 0.0;
 };
 
+namespace cpu {
+
 // y = pad(x), any numeric or bool dtype, y of x's dtype.
 void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& geometry);
 // grad_x (shape of x) = the sum of grad_out over the outputs each input was copied to
@@ -33,4 +36,15 @@ void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& 
 void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
                   const PadGeometry& geometry);
 
-}  // namespace lumen::cpu
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/pad.cu), for the same dtypes. The
+// non-constant backward gathers (each input sums the outputs that copied it, in the CPU's
+// order): no atomics, deterministic.
+namespace cuda {
+void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& geometry);
+void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
+                  const PadGeometry& geometry);
+}  // namespace cuda
+
+}  // namespace lumen

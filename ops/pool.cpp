@@ -1,6 +1,6 @@
 // Pooling: argument checks (PyTorch's rules and output sizes), the contiguous (planes, D, H, W)
 // layout the kernels take (a 2-D pool is a 3-D pool of depth 1), and the backward rules, which
-// run dedicated scatter kernels. Kernels in ops/cpu/pool.cpp.
+// run dedicated kernels. Kernels in ops/cpu/pool.cpp and ops/cuda/pool.cu.
 #include "ops/pool.h"
 
 #include <string>
@@ -13,8 +13,6 @@ namespace lumen {
 
 namespace {
 
-using cpu::PoolGeometry;
-
 // One value for every spatial dim, or one per dim (PyTorch's `int | tuple`).
 Dims per_dim(const Dims& values, int spatial, const char* op, const char* name) {
     LUMEN_CHECK(values.size() == 1 || values.size() == size_t(spatial), op, name,
@@ -24,7 +22,6 @@ Dims per_dim(const Dims& values, int spatial, const char* op, const char* name) 
 
 // Checks x is (B, C, spatial...) or (C, spatial...) and fills planes and in (D = 1 for 2-D).
 PoolGeometry input_geometry(const Tensor& x, int spatial, const char* op) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
     const char* layout =
         spatial == 2 ? "(B, C, H, W) or (C, H, W)" : "(B, C, D, H, W) or (C, D, H, W)";
     LUMEN_CHECK(x.ndim() == spatial + 1 || x.ndim() == spatial + 2, op, "expects a ", layout,
@@ -93,6 +90,7 @@ PoolGeometry window_geometry(const Tensor& x, int spatial, const char* op, const
 PoolGeometry adaptive_geometry(const Tensor& x, int spatial, const char* op,
                                const Dims& output_size) {
     PoolGeometry g = input_geometry(x, spatial, op);
+    g.adaptive = true;
     Dims sizes = per_dim(output_size, spatial, op, "output_size");
     for (int i = 0; i < spatial; ++i) {
         LUMEN_CHECK(sizes[i] > 0, op, "output_size must be positive, got ", sizes);
@@ -114,9 +112,14 @@ void record_max_backward(const char* op, const Tensor& x, const Tensor& y, const
                     [op, g, shape = x.shape(), dtype = x.dtype(),
                      saved = save(indices)](const Tensor& grad_out) {
                         Tensor go = grad_out.contiguous();
-                        Tensor grad_x = empty(shape, dtype);
-                        cpu::max_pool_backward(strided(go, op), strided(saved.get(), op),
-                                               strided(grad_x, op), g);
+                        Tensor grad_x = empty(shape, dtype, go.device());
+                        StridedView gv = strided(go, op), iv = strided(saved.get(), op);
+                        if (go.is_cuda()) {
+                            LUMEN_ON_CUDA(op,
+                                          cuda::max_pool_backward(gv, iv, strided(grad_x, op), g));
+                        } else {
+                            cpu::max_pool_backward(gv, iv, strided(grad_x, op), g);
+                        }
                         return std::vector<Tensor>{grad_x};
                     });
 }
@@ -127,9 +130,14 @@ ValuesIndices max_pool(const Tensor& x, int spatial, const char* op, const Dims&
     PoolGeometry g =
         window_geometry(x, spatial, op, kernel_size, stride, padding, dilation, ceil_mode);
     Tensor input = contiguous_input(x);
-    Tensor y = empty(output_shape(x, spatial, g), x.dtype());
-    Tensor indices = empty(y.shape(), DType::int64);
-    cpu::max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
+    Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
+    Tensor indices = empty(y.shape(), DType::int64, x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::max_pool_forward(strided(input, op), strided(y, op),
+                                                 strided(indices, op), g));
+    } else {
+        cpu::max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
+    }
     record_max_backward(op, x, y, indices, g);
     return {y, indices};
 }
@@ -138,9 +146,14 @@ ValuesIndices adaptive_max_pool(const Tensor& x, int spatial, const char* op,
                                 const Dims& output_size) {
     PoolGeometry g = adaptive_geometry(x, spatial, op, output_size);
     Tensor input = contiguous_input(x);
-    Tensor y = empty(output_shape(x, spatial, g), x.dtype());
-    Tensor indices = empty(y.shape(), DType::int64);
-    cpu::adaptive_max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
+    Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
+    Tensor indices = empty(y.shape(), DType::int64, x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::adaptive_max_pool_forward(strided(input, op), strided(y, op),
+                                                          strided(indices, op), g));
+    } else {
+        cpu::adaptive_max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
+    }
     record_max_backward(op, x, y, indices, g);
     return {y, indices};
 }
@@ -152,13 +165,23 @@ Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel
     PoolGeometry g = window_geometry(x, spatial, op, kernel_size, stride, padding, {1}, ceil_mode);
     int64_t divisor = divisor_override.value_or(0);
     Tensor input = contiguous_input(x);
-    Tensor y = empty(output_shape(x, spatial, g), x.dtype());
-    cpu::avg_pool_forward(strided(input, op), strided(y, op), g, count_include_pad, divisor);
+    Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::avg_pool_forward(strided(input, op), strided(y, op), g,
+                                                 count_include_pad, divisor));
+    } else {
+        cpu::avg_pool_forward(strided(input, op), strided(y, op), g, count_include_pad, divisor);
+    }
     // dx = sum over the windows containing x of grad_out / divisor
     record_backward(op, {x}, y, [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
-        Tensor grad_x = empty(shape, dtype);
-        cpu::avg_pool_backward(strided(go, op), strided(grad_x, op), g, count_include_pad, divisor);
+        Tensor grad_x = empty(shape, dtype, go.device());
+        StridedView gv = strided(go, op), xv = strided(grad_x, op);
+        if (go.is_cuda()) {
+            LUMEN_ON_CUDA(op, cuda::avg_pool_backward(gv, xv, g, count_include_pad, divisor));
+        } else {
+            cpu::avg_pool_backward(gv, xv, g, count_include_pad, divisor);
+        }
         return std::vector<Tensor>{grad_x};
     });
     return y;
@@ -167,13 +190,22 @@ Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel
 Tensor adaptive_avg_pool(const Tensor& x, int spatial, const char* op, const Dims& output_size) {
     PoolGeometry g = adaptive_geometry(x, spatial, op, output_size);
     Tensor input = contiguous_input(x);
-    Tensor y = empty(output_shape(x, spatial, g), x.dtype());
-    cpu::adaptive_avg_pool_forward(strided(input, op), strided(y, op), g);
+    Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::adaptive_avg_pool_forward(strided(input, op), strided(y, op), g));
+    } else {
+        cpu::adaptive_avg_pool_forward(strided(input, op), strided(y, op), g);
+    }
     // dx = sum over the cells containing x of grad_out / cell size
     record_backward(op, {x}, y, [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
-        Tensor grad_x = empty(shape, dtype);
-        cpu::adaptive_avg_pool_backward(strided(go, op), strided(grad_x, op), g);
+        Tensor grad_x = empty(shape, dtype, go.device());
+        StridedView gv = strided(go, op), xv = strided(grad_x, op);
+        if (go.is_cuda()) {
+            LUMEN_ON_CUDA(op, cuda::adaptive_avg_pool_backward(gv, xv, g));
+        } else {
+            cpu::adaptive_avg_pool_backward(gv, xv, g);
+        }
         return std::vector<Tensor>{grad_x};
     });
     return y;

@@ -1,7 +1,7 @@
 // Max, average and adaptive pooling over the last 2 (H, W) or 3 (D, H, W) dims, as
 // torch.nn.functional does: batched (B, C, spatial...) or unbatched (C, spatial...) input,
-// float32/float64, CPU (a CUDA input throws). Every op has a gradient with respect to x; the
-// max pools route it through the saved argmax indices. Kernels in ops/cpu/pool.cpp.
+// float32/float64, CPU or CUDA. Every op has a gradient with respect to x; the max pools route
+// it through the saved argmax indices. Kernels in ops/cpu/pool.cpp and ops/cuda/pool.cu.
 #pragma once
 
 #include <optional>

@@ -55,8 +55,11 @@ Axis<T> linear_axis(int64_t in, int64_t out, bool align_corners, double scale_fa
             continue;
         }
         // Half-pixel centres: (o + 0.5) is a double in PyTorch, the result is rounded to T;
-        // negative positions clamp to 0 (both taps are then input 0 anyway).
-        T source = align_corners ? scale * T(o) : T(double(scale) * (double(o) + 0.5) - 0.5);
+        // negative positions clamp to 0 (both taps are then input 0 anyway). The fused
+        // multiply-add is what GCC emits for `scale * (o + 0.5) - 0.5` on FMA machines; written
+        // out, the index no longer depends on the build flags and the CUDA kernel (which uses
+        // the same fma) picks the same taps.
+        T source = align_corners ? scale * T(o) : T(std::fma(double(scale), double(o) + 0.5, -0.5));
         if (!align_corners && source < T(0)) source = T(0);
         int64_t index0 = std::min(int64_t(source), in - 1);
         T lambda1 = std::clamp(source - T(index0), T(0), T(1));
