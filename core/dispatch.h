@@ -71,6 +71,18 @@ decltype(auto) dispatch_all(DType dtype, const char* op, F&& body) {
     }
 }
 
+// An unsigned integer type of the dtype's size, for kernels that only move bits (gather,
+// index_select, flips): every dtype, half types included, then needs one instantiation per size.
+template <typename F>
+decltype(auto) dispatch_bits(DType dtype, F&& body) {
+    switch (itemsize(dtype)) {
+        case 1: return body.template operator()<uint8_t>();
+        case 2: return body.template operator()<uint16_t>();
+        case 4: return body.template operator()<uint32_t>();
+        default: return body.template operator()<uint64_t>();
+    }
+}
+
 // Value conversion between any two storage types (half types go through float).
 template <typename To, typename From>
 inline To convert(From value) {

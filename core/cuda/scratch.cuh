@@ -32,6 +32,7 @@ class Scratch {
     Scratch& operator=(const Scratch&) = delete;
     Scratch& operator=(Scratch&&) = delete;
 
+    void* data() const { return data_; }
     // The memory as T, `offset` elements in.
     template <typename T>
     T* as(size_t offset = 0) const {

@@ -22,17 +22,6 @@ decltype(auto) dispatch_index(DType dtype, F&& body) {
     return body.template operator()<int64_t>();
 }
 
-// An unsigned type of the element's size: gather and index_select only move bits.
-template <typename F>
-decltype(auto) dispatch_bits(DType dtype, F&& body) {
-    switch (itemsize(dtype)) {
-        case 1: return body.template operator()<uint8_t>();
-        case 2: return body.template operator()<uint16_t>();
-        case 4: return body.template operator()<uint32_t>();
-        default: return body.template operator()<uint64_t>();
-    }
-}
-
 // Collects one out-of-range index from any thread (the error path only, so a mutex is fine).
 class BadIndexCollector {
   public:

@@ -1,34 +1,16 @@
 // Helpers shared by the CUDA convolution kernels (ops/cuda/conv.cu and
-// ops/cuda/conv_depthwise.cu): scratch memory from the caching allocator, spatial positions in
-// the 3-D view of a ConvShape, and the output position a kernel tap reads a given input
-// position from (the gather form of the adjoint, which needs no atomics).
+// ops/cuda/conv_depthwise.cu): spatial positions in the 3-D view of a ConvShape, and the output
+// position a kernel tap reads a given input position from (the gather form of the adjoint, which
+// needs no atomics).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "core/cuda/cuda_check.h"
-#include "core/storage.h"
+#include "core/cuda/scratch.cuh"
 #include "ops/conv_kernels.h"
 
 namespace lumen::cuda {
-
-// Device scratch from the caching allocator (none for 0 bytes). Returning it at scope end,
-// right after the launches that use it, is safe: all work runs on the default stream, so
-// whatever reuses the block runs after them.
-class Scratch {
-  public:
-    explicit Scratch(size_t bytes) {
-        if (bytes == 0) return;
-        int device = 0;
-        LUMEN_CUDA_CHECK(cudaGetDevice(&device));
-        storage_.emplace(bytes, Device::cuda(device));
-    }
-    void* data() const { return storage_ ? storage_->data() : nullptr; }
-
-  private:
-    std::optional<Storage> storage_;
-};
 
 // A position in a (D, H, W) grid.
 struct Position {

@@ -157,7 +157,7 @@ void transform(const T* in, int64_t idist, int64_t n, int64_t batch, T* out, int
     std::lock_guard lock(cache.mutex);
     Plan& plan = cache.get(PlanKey{current_device(), n, batch, idist, odist, type});
     Scratch work(plan.work_size);
-    if (plan.work_size > 0) LUMEN_CUFFT_CHECK(cufftSetWorkArea(plan.handle.get(), work.as<void>()));
+    if (plan.work_size > 0) LUMEN_CUFFT_CHECK(cufftSetWorkArea(plan.handle.get(), work.data()));
     if constexpr (kForward) {
         FftCalls<T>::forward(plan.handle.get(), in, out);
     } else {

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/scratch.cuh"
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
 #include "core/storage.h"
@@ -25,38 +26,6 @@ decltype(auto) dispatch_index(DType dtype, F&& body) {
     if (dtype == DType::int32) return body.template operator()<int32_t>();
     return body.template operator()<int64_t>();
 }
-
-// An unsigned type of the element's size: gather only moves bits.
-template <typename F>
-decltype(auto) dispatch_bits(DType dtype, F&& body) {
-    switch (itemsize(dtype)) {
-        case 1: return body.template operator()<uint8_t>();
-        case 2: return body.template operator()<uint16_t>();
-        case 4: return body.template operator()<uint32_t>();
-        default: return body.template operator()<uint64_t>();
-    }
-}
-
-// A few bytes of device memory from the caching allocator, for what a kernel reports.
-class Scratch {
-  public:
-    explicit Scratch(size_t nbytes) {
-        LUMEN_CUDA_CHECK(cudaGetDevice(&device_));
-        data_ = allocate(nbytes, device_);
-    }
-    ~Scratch() { cuda::free(data_, device_); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-
-    template <typename T>
-    T* as() const {
-        return static_cast<T*>(data_);
-    }
-
-  private:
-    int device_ = 0;
-    void* data_ = nullptr;
-};
 
 // The first bad position of a launch (kNoBadIndex until a kernel lowers it).
 class BadIndexReport {

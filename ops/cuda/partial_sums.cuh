@@ -1,7 +1,7 @@
-// Helpers of the CUDA norm and loss kernels: vector loads and stores, and the second stage of the deterministic two-stage reductions: the first
-// stage writes one partial sum per block (or chunk of rows) to scratch, then
-// finish_partials_kernel adds the partials of each output in a fixed order (no float atomics,
-// so a result never depends on timing).
+// Helpers of the CUDA norm and loss kernels: vector loads and stores, and the second stage of the
+// deterministic two-stage reductions: the first stage writes one partial sum per block (or chunk of
+// rows) to scratch, then finish_partials_kernel adds the partials of each output in a fixed order
+// (no float atomics, so a result never depends on timing).
 #pragma once
 
 #include <cstddef>

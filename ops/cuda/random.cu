@@ -160,7 +160,7 @@ int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
     const int64_t numel = out.numel();
     if (numel == 0) return -1;
     Scratch flag = Scratch::of<unsigned long long>(1);
-    LUMEN_CUDA_CHECK(cudaMemsetAsync(flag.as<void>(), 0xff, sizeof(unsigned long long)));
+    LUMEN_CUDA_CHECK(cudaMemsetAsync(flag.data(), 0xff, sizeof(unsigned long long)));
     dispatch_floating(p.dtype, "bernoulli", [&]<typename P>() {
         dispatch_numeric_bool(out.dtype, "bernoulli", [&]<typename T>() {
             bernoulli_kernel<P, T><<<grid_for_blocks(numel, kPerBlock<P>), 256>>>(
@@ -170,7 +170,7 @@ int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
     LUMEN_CUDA_CHECK_LAUNCH("bernoulli_kernel");
     // A synchronous copy on the default stream: it waits for the kernel.
     unsigned long long first = 0;
-    LUMEN_CUDA_CHECK(cudaMemcpy(&first, flag.as<void>(), sizeof first, cudaMemcpyDeviceToHost));
+    LUMEN_CUDA_CHECK(cudaMemcpy(&first, flag.data(), sizeof first, cudaMemcpyDeviceToHost));
     return first == ~0ull ? -1 : int64_t(first);
 }
 
