@@ -7,7 +7,10 @@ Usage: torch_cuda_reduce.py [--repeats R]
 from torch_util import median_seconds, parse_args, report
 
 ARGS = parse_args(__doc__)
-import torch  # noqa: E402
+try:
+    import torch  # noqa: E402
+except ImportError:  # no PyTorch here: say so and exit 0, like a machine without a GPU
+    torch = None
 
 
 def gpu_seconds(body, repeats):
@@ -45,8 +48,9 @@ def bench_sums():
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("# torch_cuda_reduce: no CUDA device")
+    if torch is None or not torch.cuda.is_available():
+        print("# torch_cuda_reduce: " + ("PyTorch is not installed" if torch is None
+                                         else "no CUDA device"))
         return
     print(f"# torch {torch.__version__} torch_cuda_reduce, median of {ARGS.repeats} repeats",
           flush=True)

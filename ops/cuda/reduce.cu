@@ -102,7 +102,9 @@ struct DimPack {
             ++kept;
         }
         ndim = kept;
-        fast = numel() < (int64_t(1) << 31);
+        // Empty dims (a kept size 0: nothing is launched) get no dividers (no division by 0).
+        int64_t n = numel();
+        fast = n > 0 && n < (int64_t(1) << 31);
         for (int d = 0; d < ndim && fast; ++d) divider[d] = make_divider(uint32_t(size[d]));
     }
 };
