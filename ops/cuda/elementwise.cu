@@ -260,7 +260,7 @@ template <typename T, int V>
 __global__ void binary_vec_kernel(BinaryOp op, const T* x, const T* y, T* o, int64_t n,
                                   bool x_scalar, bool y_scalar) {
     int64_t packs = n / V;
-    acc_t<T> x0 = to_acc(x[0]), y0 = to_acc(y[0]);
+    acc_t<T> x0 = x_scalar ? to_acc(x[0]) : acc_t<T>(0), y0 = y_scalar ? to_acc(y[0]) : acc_t<T>(0);
     for (int64_t p = first_index(); p < packs; p += grid_stride()) {
         Pack<T, V> u, v;
         if (!x_scalar) u = reinterpret_cast<const Pack<T, V>*>(x)[p];
