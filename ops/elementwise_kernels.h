@@ -65,7 +65,8 @@ void where_forward(const StridedView& condition, const StridedView& a, const Str
 }  // namespace cpu
 
 // The same kernels on the tensors' CUDA device (ops/cuda/elementwise.cu), for float32,
-// float64, int64, int32, uint8 (and bool for the logical ops and where).
+// float64, int64, int32, uint8 (and bool for the logical ops and where), and float16/bfloat16
+// computed in float (the CPU kernels reject the half types).
 namespace cuda {
 void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x, const StridedView& y);
 void unary_backward(UnaryOp op, const UnaryParams& params, const StridedView& saved,

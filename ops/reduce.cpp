@@ -1,6 +1,7 @@
 // Reductions (sum, mean, max/min, amax/amin, argmax/argmin, var/std, logsumexp) and sum_to:
 // dim handling, output shape and dtype, device dispatch, and each backward rule beside its
-// forward. The CPU kernels are in ops/cpu/reduce.cpp; backward rules are written with ops.
+// forward. Kernels in ops/cpu/reduce.cpp and ops/cuda/reduce.cu; backward rules are written
+// with ops, so they run on either device.
 #include "ops/reduce.h"
 
 #include <algorithm>
@@ -17,8 +18,24 @@ namespace {
 
 std::vector<Tensor> one(const Tensor& t) { return {t}; }
 
-void check_cpu(const Tensor& x, const char* op) {
-    if (x.is_cuda()) LUMEN_NO_CUDA_KERNEL(op);
+bool is_half(DType dtype) { return dtype == DType::float16 || dtype == DType::bfloat16; }
+
+// The half types reduce on CUDA only (accumulating in float32); the CPU kernels reject them.
+void check_half_on_cuda(const Tensor& x, const char* op) {
+    LUMEN_CHECK(!is_half(x.dtype()) || x.is_cuda(), op,
+                "float16/bfloat16 reductions run on CUDA only, got a ", x.dtype(),
+                " CPU tensor (shape ", x.shape(), "); convert it with .to(DType::float32)");
+}
+
+// The kernels of x's device.
+void reduce_kernel(ReduceOp kind, const Tensor& x, const StridedView& out, uint32_t mask,
+                   const char* op) {
+    check_half_on_cuda(x, op);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::reduce_forward(kind, strided(x, op), out, mask));
+    } else {
+        cpu::reduce_forward(kind, strided(x, op), out, mask);
+    }
 }
 
 // The reduced dims of x as bits (bit d = dim d); an empty `dims` reduces every dim.
@@ -95,20 +112,22 @@ Tensor expand_back(const Tensor& grad_out, const Shape& keep_shape, const Shape&
     return keep_shaped(grad_out, keep_shape).expand(x_shape);
 }
 
+// float32/float64, and float16/bfloat16 on CUDA.
 void check_floating(const Tensor& x, const char* op) {
-    LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64, op,
-                "expects a float32 or float64 tensor, got ", x.dtype(), " (shape ", x.shape(),
+    bool ok = x.dtype() == DType::float32 || x.dtype() == DType::float64 ||
+              (is_half(x.dtype()) && x.is_cuda());
+    LUMEN_CHECK(ok, op, "expects a float32 or float64 tensor (float16/bfloat16 on CUDA), got a ",
+                x.dtype(), " ", x.is_cuda() ? "CUDA" : "CPU", " tensor (shape ", x.shape(),
                 "); convert it with .to(DType::float32)");
 }
 
 // amax/amin and the whole-tensor max/min; the gradient is split equally among tied extrema.
 Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
-    check_cpu(x, op);
     uint32_t mask = dims_mask(x, dims, op);
     LUMEN_CHECK(reduced_count(x.shape(), mask) > 0, op, "cannot reduce over zero elements: dims ",
                 mask_dims(mask, x.ndim()), " of shape ", x.shape(), " are empty");
     Output out = make_output(x, mask, x.dtype(), op);
-    cpu::reduce_forward(is_max ? ReduceOp::amax : ReduceOp::amin, strided(x, op), out.view, mask);
+    reduce_kernel(is_max ? ReduceOp::amax : ReduceOp::amin, x, out.view, mask, op);
     Tensor result = shaped(out.keep, x, mask, keepdim);
     Dims reduced = mask_dims(mask, x.ndim());
     // d amax / dx_i = [x_i == amax] / (number of ties)
@@ -126,14 +145,20 @@ Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, co
 // max/min along one dim with indices; records no gradient (max/min do).
 ValuesIndices arg_extremum(const Tensor& x, int64_t dim, bool keepdim, bool is_max,
                            const char* op) {
-    check_cpu(x, op);
+    check_half_on_cuda(x, op);
     int d = wrap_dim(dim, x.ndim(), op);
     uint32_t mask = dims_mask(x, {dim}, op);
     LUMEN_CHECK(reduced_count(x.shape(), mask) > 0, op, "cannot reduce over dim ", d,
                 " of size 0 (shape ", x.shape(), ")");
     Output values = make_output(x, mask, x.dtype(), op);
     Output indices = make_output(x, mask, DType::int64, op);
-    cpu::arg_reduce_forward(is_max, strided(x, op), x.ndim() ? d : 0, values.view, indices.view);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::arg_reduce_forward(is_max, strided(x, op), x.ndim() ? d : 0,
+                                                   values.view, indices.view));
+    } else {
+        cpu::arg_reduce_forward(is_max, strided(x, op), x.ndim() ? d : 0, values.view,
+                                indices.view);
+    }
     return {shaped(values.keep, x, mask, keepdim), shaped(indices.keep, x, mask, keepdim)};
 }
 
@@ -154,7 +179,8 @@ ValuesIndices max_or_min(const Tensor& x, int64_t dim, bool keepdim, bool is_max
             Tensor indices = saved.get();
             Shape line(x_shape.size(), 1);
             line[size_t(d)] = x_shape[size_t(d)];
-            Tensor positions = arange(0, double(x_shape[size_t(d)]), 1, DType::int64).view(line);
+            Tensor positions =
+                arange(0, double(x_shape[size_t(d)]), 1, DType::int64, indices.device()).view(line);
             Tensor hit = eq(positions, indices);  // broadcasts to x's shape
             return one(where(hit, keep_shaped(grad_out, indices.shape()), 0.0));
         });
@@ -165,11 +191,14 @@ ValuesIndices max_or_min(const Tensor& x, int64_t dim, bool keepdim, bool is_max
 Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepdim,
                 bool take_sqrt) {
     const char* op = take_sqrt ? "std" : "var";
-    check_cpu(x, op);
     check_floating(x, op);
     uint32_t mask = dims_mask(x, dims, op);
     Output out = make_output(x, mask, x.dtype(), op);
-    cpu::var_forward(strided(x, op), out.view, mask, correction, take_sqrt);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA(op, cuda::var_forward(strided(x, op), out.view, mask, correction, take_sqrt));
+    } else {
+        cpu::var_forward(strided(x, op), out.view, mask, correction, take_sqrt);
+    }
     Tensor result = shaped(out.keep, x, mask, keepdim);
     Dims reduced = mask_dims(mask, x.ndim());
     double divisor = std::max(double(reduced_count(x.shape(), mask)) - correction, 0.0);
@@ -190,11 +219,10 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
 }  // namespace
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
-    check_cpu(x, "sum");
     uint32_t mask = dims_mask(x, dims, "sum");
     DType dtype = x.is_floating_point() ? x.dtype() : DType::int64;
     Output out = make_output(x, mask, dtype, "sum");
-    cpu::reduce_forward(ReduceOp::sum, strided(x, "sum"), out.view, mask);
+    reduce_kernel(ReduceOp::sum, x, out.view, mask, "sum");
     Tensor result = shaped(out.keep, x, mask, keepdim);
     Shape keep_shape = out.keep.shape(), x_shape = x.shape();
     // d sum / dx = 1: the gradient broadcasts back over the reduced dims
@@ -205,11 +233,10 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
-    check_cpu(x, "mean");
     check_floating(x, "mean");
     uint32_t mask = dims_mask(x, dims, "mean");
     Output out = make_output(x, mask, x.dtype(), "mean");
-    cpu::reduce_forward(ReduceOp::mean, strided(x, "mean"), out.view, mask);
+    reduce_kernel(ReduceOp::mean, x, out.view, mask, "mean");
     Tensor result = shaped(out.keep, x, mask, keepdim);
     Shape keep_shape = out.keep.shape(), x_shape = x.shape();
     double scale = 1.0 / double(reduced_count(x_shape, mask));
@@ -267,11 +294,15 @@ Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
-    check_cpu(x, "logsumexp");
     check_floating(x, "logsumexp");
     uint32_t mask = dims_mask(x, dims, "logsumexp");
     Output out = make_output(x, mask, x.dtype(), "logsumexp");
-    cpu::logsumexp_forward(strided(x, "logsumexp"), out.view, mask);
+    if (x.is_cuda()) {
+        LUMEN_ON_CUDA("logsumexp",
+                      cuda::logsumexp_forward(strided(x, "logsumexp"), out.view, mask));
+    } else {
+        cpu::logsumexp_forward(strided(x, "logsumexp"), out.view, mask);
+    }
     Tensor result = shaped(out.keep, x, mask, keepdim);
     // d logsumexp / dx = exp(x - logsumexp): the softmax over the reduced dims
     record_backward("logsumexp", {x}, result,
@@ -298,10 +329,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
                 ": it does not broadcast to ", x.shape());
     // Only size-1 dims go away: the same elements, so a reshape (a view when possible).
     if (shape_numel(shape) == x.numel()) return x.reshape(shape);
-    check_cpu(x, "sum_to");
     Tensor out = empty(shape, x.is_floating_point() ? x.dtype() : DType::int64, x.device());
-    cpu::reduce_forward(ReduceOp::sum, strided(x, "sum_to"), strided_as(out, x.shape(), "sum_to"),
-                        mask);
+    reduce_kernel(ReduceOp::sum, x, strided_as(out, x.shape(), "sum_to"), mask, "sum_to");
     Shape x_shape = x.shape();
     // d sum_to / dx = 1: the gradient broadcasts back to x's shape
     record_backward("sum_to", {x}, out,

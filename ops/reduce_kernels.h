@@ -1,7 +1,7 @@
 // Internal: the CPU reduction kernels (sum, mean, amax/amin, arg max/min, var, logsumexp) and
 // the inline vector helpers that the reduce and softmax kernels share (a float exp, a
 // NaN-propagating extremum and a lane sum, all of which GCC vectorizes without -ffast-math).
-// No CUDA kernels yet.
+// The CUDA kernels (ops/cuda/reduce.cu) have the same signatures and semantics.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +43,21 @@ void var_forward(const StridedView& x, const StridedView& out, uint32_t reduced,
 // that all -inf gives -inf and any +inf gives +inf). Floating x; out has x's dtype.
 void logsumexp_forward(const StridedView& x, const StridedView& out, uint32_t reduced);
 
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device (ops/cuda/reduce.cu): float32, float64 and
+// float16/bfloat16 (accumulated in float, results in the input dtype), and for sum, amax/amin
+// and arg max/min also int64, int32, uint8 and bool.
+namespace cuda {
+void reduce_forward(ReduceOp op, const StridedView& x, const StridedView& out, uint32_t reduced);
+void arg_reduce_forward(bool is_max, const StridedView& x, int dim, const StridedView& values,
+                        const StridedView& indices);
+void var_forward(const StridedView& x, const StridedView& out, uint32_t reduced, double correction,
+                 bool take_sqrt);
+void logsumexp_forward(const StridedView& x, const StridedView& out, uint32_t reduced);
+}  // namespace cuda
+
+namespace cpu {
 namespace vec {
 
 // a * b + c, fused when the target has FMA (std::fma would be a library call otherwise).

@@ -1,7 +1,7 @@
 // softmax and log_softmax along one dim, numerically stable (the row maximum is subtracted).
-// float32/float64, any dim (negative counts from the end); other dtypes throw [softmax] /
-// [log_softmax] naming the dtype. Backward runs a dedicated kernel from the saved output (the
-// input is not kept). CPU only for now: a CUDA input throws.
+// float32/float64 (and float16/bfloat16 on CUDA, computed in float32), any dim (negative
+// counts from the end); other dtypes throw [softmax] / [log_softmax] naming the dtype.
+// Backward runs a dedicated kernel from the saved output (the input is not kept).
 #pragma once
 
 #include "core/tensor.h"

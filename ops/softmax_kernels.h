@@ -1,11 +1,12 @@
-// Internal: the CPU kernels of softmax and log_softmax. They see the problem as (outer,
-// length, inner) over contiguous tensors, length being the size of the softmax dim. No CUDA
-// kernels yet.
+// Internal: the kernels of softmax and log_softmax, on the CPU (ops/cpu/softmax.cpp) and on
+// CUDA (ops/cuda/softmax.cu). They see the problem as (outer, length, inner) over contiguous
+// tensors, length being the size of the softmax dim.
 #pragma once
 
 #include "core/strided.h"
 
-namespace lumen::cpu {
+namespace lumen {
+namespace cpu {
 
 // y = softmax(x) along `dim` (log_softmax when `log`), the row max subtracted first. x and y
 // are contiguous, of the same shape, float32 or float64.
@@ -18,4 +19,14 @@ void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool l
 void softmax_backward(const StridedView& y, const StridedView& grad_out, const StridedView& grad_x,
                       int dim, bool log);
 
-}  // namespace lumen::cpu
+}  // namespace cpu
+
+// The same kernels on the tensors' CUDA device: float32, float64 and float16/bfloat16
+// (computed in float).
+namespace cuda {
+void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool log);
+void softmax_backward(const StridedView& y, const StridedView& grad_out, const StridedView& grad_x,
+                      int dim, bool log);
+}  // namespace cuda
+
+}  // namespace lumen
