@@ -51,9 +51,9 @@ double auroc(const Tensor& scores, const Tensor& labels) {
 }
 
 double auroc_multilabel(const Tensor& scores, const Tensor& labels) {
-    LUMEN_CHECK(scores.ndim() == 2 && labels.shape() == scores.shape(), "auroc",
-                "expects scores and labels of one shape (N, L), got ", scores.shape(), " and ",
-                labels.shape());
+    LUMEN_CHECK(scores.ndim() == 2 && labels.shape() == scores.shape() && scores.size(1) > 0,
+                "auroc", "expects scores and labels of one shape (N, L) with L > 0, got ",
+                scores.shape(), " and ", labels.shape());
     double total = 0.0;
     const int64_t columns = scores.size(1);
     for (int64_t c = 0; c < columns; ++c) {
