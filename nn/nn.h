@@ -13,3 +13,7 @@
 #include "nn/module.h"
 #include "nn/norm.h"
 #include "nn/state_dict.h"
+#include "nn/utnet/conv_blocks.h"
+#include "nn/utnet/linear_attention.h"
+#include "nn/utnet/relative_position.h"
+#include "nn/utnet/trans_blocks.h"

@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 
+#include "nn/utnet/linear_attention.h"
+
 namespace lumen::nn {
 
 namespace {
@@ -23,6 +25,7 @@ std::mutex& registry_mutex() {
 // One line per built-in variant: its name and its factory, declared in its header.
 void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     (void)factories;  // the built-in variants are added below as they land
+    factories["utnet"] = utnet::make_utnet_attention;
 }
 
 void ensure_builtins() {
