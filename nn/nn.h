@@ -4,6 +4,10 @@
 
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
+#include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/seqnorm_attention.h"
+#include "nn/attention/sima_attention.h"
+#include "nn/attention/vitpt_sima_attention.h"
 #include "nn/container.h"
 #include "nn/conv.h"
 #include "nn/embed.h"
@@ -12,4 +16,6 @@
 #include "nn/mlp.h"
 #include "nn/module.h"
 #include "nn/norm.h"
+#include "nn/sima/class_attention.h"
+#include "nn/sima/sima_block.h"
 #include "nn/state_dict.h"
