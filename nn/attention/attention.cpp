@@ -6,6 +6,10 @@
 #include <map>
 #include <mutex>
 
+#include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/seqnorm_attention.h"
+#include "nn/attention/sima_attention.h"
+#include "nn/attention/vitpt_sima_attention.h"
 #include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
@@ -24,8 +28,11 @@ std::mutex& registry_mutex() {
 
 // One line per built-in variant: its name and its factory, declared in its header.
 void add_builtins(std::map<std::string, AttentionFactory>& factories) {
-    (void)factories;  // the built-in variants are added below as they land
     factories["utnet"] = utnet::make_utnet_attention;
+    factories["vitpt_softmax"] = sfree::make_vitpt_softmax_attention;
+    factories["seqnorm"] = sfree::make_seqnorm_attention;
+    factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
+    factories["sima"] = sima::make_sima_attention;
 }
 
 void ensure_builtins() {
