@@ -6,6 +6,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/fft.h"
+#include "ops/gradient_check.h"
 #include "ops/index.h"
 #include "ops/interpolate.h"
 #include "ops/layout.h"

@@ -56,3 +56,19 @@ TEST_CASE("eye: ones on the main diagonal of an (n, m) matrix", "[ops][creation]
     require_error([] { eye(-2); }, {"[eye]", "n -2"});
     require_error([] { eye(2, -3); }, {"[eye]", "m -3"});
 }
+
+TEST_CASE("check_gradients finds a wrong backward and names the element", "[ops][gradcheck]") {
+    Tensor w = random_input({3}, 2).requires_grad_();
+    auto good = [&](const std::vector<Tensor>& in) { return mul(exp(in[0]), w); };
+    GradientCheckResult ok = check_gradients(good, {random_input({3}, 1)}, {w});
+    CHECK(ok.passed);
+    CHECK(ok.max_abs_error < 1e-7);
+    // A detached factor makes autograd miss a term: d(x * x)/dx is 2x, autograd sees x.
+    auto wrong = [&](const std::vector<Tensor>& in) { return mul(in[0], in[0].detach()); };
+    GradientCheckResult bad = check_gradients(wrong, {random_input({2, 2}, 3)});
+    CHECK_FALSE(bad.passed);
+    CHECK(bad.failure.find("input 0") != std::string::npos);
+    require_error(
+        [] { check_gradients([](const std::vector<Tensor>& in) { return in[0]; }, {ones({2})}); },
+        {"[check_gradients]", "float64"});
+}

@@ -1,12 +1,12 @@
 // Test helpers; see gradcheck.h.
 #include "support/gradcheck.h"
 
-#include "train/cli/check_vectors.h"
+#include <cmath>
+#include <sstream>
 
 #include <unistd.h>
 
-#include <cmath>
-#include <sstream>
+#include "train/cli/check_vectors.h"
 
 namespace lumen::testing {
 
@@ -63,50 +63,10 @@ void require_close(const Tensor& got, const Tensor& want, double rtol, double at
 
 void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options) {
-    std::vector<Tensor> leaves;
-    std::vector<size_t> floating;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        Tensor leaf = inputs[i].detach();
-        if (leaf.is_floating_point()) {
-            REQUIRE(leaf.dtype() == DType::float64);
-            leaf.requires_grad_(true);
-            floating.push_back(i);
-        }
-        leaves.push_back(leaf);
-    }
-    Tensor probe = f(leaves);
-    Generator generator(12345);
-    Tensor weight = sub(mul(rand(probe.shape(), DType::float64, &generator), 2.0), 1.0);
-    auto loss_of = [&](const std::vector<Tensor>& in) { return sum(mul(f(in), weight)); };
-
-    std::vector<Tensor> wrt;
-    for (size_t i : floating) wrt.push_back(leaves[i]);
-    std::vector<Tensor> analytic = grad({loss_of(leaves)}, wrt);
-
-    NoGradGuard no_grad;
-    for (size_t k = 0; k < floating.size(); ++k) {
-        Tensor x = leaves[floating[k]];
-        Tensor numeric = zeros(x.shape(), DType::float64);
-        for (int64_t i = 0; i < x.numel(); ++i) {
-            // Perturb element i in place through a flat index into x's own strides.
-            int64_t offset = 0, rest = i;
-            for (int64_t d = x.ndim() - 1; d >= 0; --d) {
-                offset += (rest % x.shape()[d]) * x.strides()[d];
-                rest /= x.shape()[d];
-            }
-            double* element = static_cast<double*>(x.data_ptr()) + offset;
-            double saved = *element;
-            *element = saved + options.eps;
-            double plus = loss_of(leaves).item<double>();
-            *element = saved - options.eps;
-            double minus = loss_of(leaves).item<double>();
-            *element = saved;
-            static_cast<double*>(numeric.data_ptr())[i] = (plus - minus) / (2 * options.eps);
-        }
-        INFO("gradient of input " << floating[k] << " (shape " << detail::cat(x.shape()) << ")");
-        Tensor got = analytic[k].defined() ? analytic[k] : zeros(x.shape(), DType::float64);
-        require_close(got, numeric, options.rtol, options.atol);
-    }
+    GradientCheckResult result =
+        check_gradients(f, inputs, {}, {options.eps, options.rtol, options.atol});
+    INFO(result.failure);
+    REQUIRE(result.passed);
 }
 
 void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments) {
@@ -115,7 +75,8 @@ void require_error(const std::function<void()>& body, const std::vector<std::str
     } catch (const Error& e) {
         std::string message = e.what();
         INFO("message: " << message);
-        for (const std::string& fragment : fragments) CHECK(message.find(fragment) != std::string::npos);
+        for (const std::string& fragment : fragments)
+            CHECK(message.find(fragment) != std::string::npos);
         return;
     }
     FAIL("expected lumen::Error containing " << fragments[0]);
@@ -123,8 +84,8 @@ void require_error(const std::function<void()>& body, const std::vector<std::str
 
 void require_oracle_vectors(const std::vector<std::string>& names, const std::string& group) {
     for (const std::string& name : names) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/" + group + "/" + name +
-                           ".safetensors";
+        std::string path =
+            std::string(LUMEN_TEST_DATA) + "/oracle/" + group + "/" + name + ".safetensors";
         cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
         INFO(cli::format_result(result));
         CHECK(result.passed);
