@@ -4,6 +4,10 @@
 
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
+#include "nn/attention/dgsa.h"
+#include "nn/attention/diff_attn.h"
+#include "nn/attention/mhsa.h"
+#include "nn/block.h"
 #include "nn/container.h"
 #include "nn/conv.h"
 #include "nn/embed.h"
@@ -12,4 +16,6 @@
 #include "nn/mlp.h"
 #include "nn/module.h"
 #include "nn/norm.h"
+#include "nn/rollout.h"
+#include "nn/rope.h"
 #include "nn/state_dict.h"

@@ -6,6 +6,10 @@
 #include <map>
 #include <mutex>
 
+#include "nn/attention/dgsa.h"
+#include "nn/attention/diff_attn.h"
+#include "nn/attention/mhsa.h"
+
 namespace lumen::nn {
 
 namespace {
@@ -23,6 +27,9 @@ std::mutex& registry_mutex() {
 // One line per built-in variant: its name and its factory, declared in its header.
 void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     (void)factories;  // the built-in variants are added below as they land
+    factories["mhsa"] = make_mhsa_attention;
+    factories["diff"] = make_diff_attention;
+    factories["dgsa"] = make_dgsa_attention;
 }
 
 void ensure_builtins() {
