@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/tensor.h"
+#include "nn/module.h"
 
 namespace lumen::nn {
 
@@ -16,5 +16,22 @@ Tensor attention_rollout(const Tensor& maps);
 // The same from a list of per-layer maps (B, nh, N, N), first layer first (e.g. the last_attn
 // of every block's attention).
 Tensor attention_rollout(const std::vector<Tensor>& maps);
+
+// Vision heatmap (before upsampling and display scaling): the class token's row over the
+// patches, rollout[b, 0, prefix_tokens:] viewed as the grid. Shapes: rollout (B, N, N) with
+// N = prefix_tokens + gh * gw -> (B, gh, gw). Throws [attention_rollout] for other sizes.
+Tensor rollout_class_token_map(const Tensor& rollout, const std::vector<int64_t>& grid,
+                               int64_t prefix_tokens = 1);
+// Text (no class token, spec D14): the mean of the rollout rows of the non-pad queries, 0 at
+// pad keys. Shapes: rollout (B, N, N), key_padding_mask (B, N) bool (true = pad) -> (B, N).
+Tensor rollout_token_scores(const Tensor& rollout, const Tensor& key_padding_mask);
+
+// Sets store_attn of every MHSA, MultiheadDiffAttn and MultiheadDGSA inside `model`, so that
+// each forward keeps its fused map (detached) for stored_attention_maps.
+void store_attention_maps(Module& model, bool enabled = true);
+// The maps those attentions kept in the last forward, in registration order (first block
+// first): the input of attention_rollout. Throws [attention_rollout] when the model has none of
+// them or one has no map (store_attention_maps not set, or no forward since).
+std::vector<Tensor> stored_attention_maps(Module& model);
 
 }  // namespace lumen::nn

@@ -102,6 +102,31 @@ TEST_CASE("ViT: timm layout, init and class-token logits", "[models][vit][diff]"
     require_error([&] { models::ViT b(bad); }, {"[ViT]", "patches of 4"});
 }
 
+TEST_CASE("ViT and DGViT: stored maps of every block feed attention_rollout",
+          "[models][vit][rollout][diff]") {
+    for (bool dgsa : {false, true}) {
+        models::ViTConfig config = dgsa ? models::dgvit_config(3, {8, 8}, 3, 4.0, 0.0)
+                                        : models::vit_config(3, {8, 8}, 3, 0.0);
+        config.embed_dim = 16;
+        config.depth = 3;
+        config.num_heads = 2;
+        models::ViT model(config);
+        require_error([&] { nn::stored_attention_maps(model); },
+                      {"[attention_rollout]", "blocks.0.attn", "store_attention_maps"});
+        nn::store_attention_maps(model);
+        model.forward(random_input({2, 3, 8, 8}, 32).to(DType::float32));
+        std::vector<Tensor> maps = nn::stored_attention_maps(model);
+        REQUIRE(maps.size() == 3);
+        CHECK(maps[2].shape() == Shape{2, 2, 5, 5});  // 1 + 2 x 2 tokens
+        Tensor rollout = nn::attention_rollout(maps);
+        CHECK(rollout.shape() == Shape{2, 5, 5});
+        // Every R_l has unit row sums, so the product has too (signed DGSA maps included).
+        require_close(sum(rollout, {-1}), ones({2, 5}), 1e-5, 1e-5);
+    }
+    nn::Linear plain(2, 2);
+    require_error([&] { nn::stored_attention_maps(plain); }, {"[attention_rollout]", "Linear"});
+}
+
 TEST_CASE("DGViT: gradients of a tiny model in float64", "[models][vit][diff]") {
     models::ViTConfig config = models::dgvit_config(3, {4, 4}, 2, 4.0, 0.0);
     config.patch_size = 2;

@@ -183,6 +183,32 @@ TEST_CASE("attention_rollout: mean over heads + I, row-normalised, multiplied la
         {"[attention_rollout]", "layer 1", "[1, 2, 4, 4]"});
 }
 
+TEST_CASE("rollout heatmaps: class-token row on the grid, text scores over non-pad tokens",
+          "[nn][rollout][diff]") {
+    Tensor rollout = random_input({2, 7, 7}, 28);
+    Tensor map = nn::rollout_class_token_map(rollout, {2, 3});
+    CHECK(map.shape() == Shape{2, 2, 3});
+    CHECK(map.at<double>({1, 1, 2}) == rollout.at<double>({1, 0, 6}));
+    CHECK(map.at<double>({0, 0, 0}) == rollout.at<double>({0, 0, 1}));
+    Tensor mask = padding_mask(7, {7, 4});
+    Tensor scores = nn::rollout_token_scores(rollout, mask);
+    CHECK(scores.shape() == Shape{2, 7});
+    double want = 0.0;
+    for (int64_t i = 0; i < 4; ++i) want += rollout.at<double>({1, i, 2}) / 4.0;
+    CHECK(std::abs(scores.at<double>({1, 2}) - want) < 1e-14);
+    CHECK(scores.at<double>({1, 5}) == 0.0);
+    require_error(
+        [&] {
+            nn::rollout_class_token_map(rollout, {2, 2});
+        },
+        {"[attention_rollout]", "[2, 2]", "[2, 7, 7]"});
+    require_error(
+        [&] {
+            nn::rollout_token_scores(rollout, ones({2, 7}));
+        },
+        {"[attention_rollout]", "float32"});
+}
+
 TEST_CASE("diff oracle vectors: attentions, blocks, rollout and models pass check-vectors",
           "[nn][diff][oracle]") {
     require_oracle_vectors({"mhsa",
