@@ -3,7 +3,8 @@
 # machine in the same run: installs python3-torch and OpenBLAS if missing, builds the bench
 # executables, runs each suite of both alternately ROUNDS times, keeps the best median of each
 # workload, prints a markdown table and writes it to bench/results/<hostname>-<date>.md/.json.
-# Suites: core (SGEMM, add, softmax; issue 2) and ops (conv, norms, scan, FFT; issue 3).
+# Suites: core (SGEMM, add, softmax; issue 2), ops (conv, norms, scan, FFT; issue 3) and
+# attention (every attention variant fwd+bwd at N = 196 and 4096, linear-memory checks; issue 5).
 # Environment: SUITES (default "core ops"), THREADS (default: all cores), ROUNDS (default 2),
 #              REPEATS (default 7), BUILD_DIR (default build-bench).
 set -euo pipefail

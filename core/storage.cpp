@@ -2,6 +2,7 @@
 // large blocks cached for reuse).
 #include "core/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -53,11 +54,18 @@ CpuCache& cpu_cache() {
     return *cache;
 }
 
-}  // namespace
+std::atomic<size_t> cpu_allocated{0};
+std::atomic<size_t> cpu_peak{0};
 
-void* cpu_allocate(size_t nbytes) {
-    if (nbytes == 0) return nullptr;
-    size_t rounded = size_class(nbytes);
+void count_allocation(size_t rounded) {
+    size_t now = cpu_allocated.fetch_add(rounded, std::memory_order_relaxed) + rounded;
+    size_t peak = cpu_peak.load(std::memory_order_relaxed);
+    while (now > peak && !cpu_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+}
+
+// A block of a size class: from the cache when one is free, else from the C library.
+void* allocate_rounded(size_t rounded) {
     if (rounded >= kCacheMin) {
         CpuCache& cache = cpu_cache();
         std::lock_guard lock(cache.mutex);
@@ -74,13 +82,24 @@ void* cpu_allocate(size_t nbytes) {
         cpu_empty_cache();
         data = std::aligned_alloc(kCpuAlignment, rounded);
     }
-    LUMEN_CHECK(data != nullptr, "allocator", "out of CPU memory allocating ", nbytes, " bytes");
+    LUMEN_CHECK(data != nullptr, "allocator", "out of CPU memory allocating ", rounded, " bytes");
+    return data;
+}
+
+}  // namespace
+
+void* cpu_allocate(size_t nbytes) {
+    if (nbytes == 0) return nullptr;
+    size_t rounded = size_class(nbytes);
+    void* data = allocate_rounded(rounded);
+    count_allocation(rounded);
     return data;
 }
 
 void cpu_free(void* data, size_t nbytes) {
     if (data == nullptr) return;
     size_t rounded = size_class(nbytes);
+    cpu_allocated.fetch_sub(rounded, std::memory_order_relaxed);
     if (rounded >= kCacheMin) {
         CpuCache& cache = cpu_cache();
         std::lock_guard lock(cache.mutex);
@@ -98,6 +117,15 @@ void cpu_empty_cache() { cpu_cache().release_all(); }
 size_t cpu_cached_bytes() {
     std::lock_guard lock(cpu_cache().mutex);
     return cpu_cache().cached_bytes;
+}
+
+CpuMemoryStats cpu_memory_stats() {
+    return {cpu_allocated.load(std::memory_order_relaxed), cpu_peak.load(std::memory_order_relaxed),
+            cpu_cached_bytes()};
+}
+
+void cpu_reset_peak_memory_stats() {
+    cpu_peak.store(cpu_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
@@ -133,7 +161,8 @@ Storage::~Storage() {
 #if !LUMEN_CUDA
 namespace cuda {
 void* allocate(size_t nbytes, int) {
-    LUMEN_FAIL("cuda", "cannot allocate ", nbytes, " bytes on a CUDA device: lumen was built without "
+    LUMEN_FAIL("cuda", "cannot allocate ", nbytes,
+               " bytes on a CUDA device: lumen was built without "
                "CUDA (LUMEN_CUDA=OFF)");
 }
 void free(void*, int) {}
@@ -141,14 +170,16 @@ MemoryStats memory_stats(int) { return {}; }
 void reset_peak_memory_stats(int) {}
 void empty_cache(int) {}
 void memcpy(void*, Device, const void*, Device, size_t nbytes) {
-    LUMEN_FAIL("cuda", "cannot copy ", nbytes, " bytes to or from a CUDA device: lumen was built "
+    LUMEN_FAIL("cuda", "cannot copy ", nbytes,
+               " bytes to or from a CUDA device: lumen was built "
                "without CUDA (LUMEN_CUDA=OFF)");
 }
 void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
     memcpy(dst, dst_device, src, src_device, nbytes);
 }
 void* host_allocate(size_t nbytes) {
-    LUMEN_FAIL("cuda", "cannot allocate ", nbytes, " bytes of pinned host memory: lumen was built "
+    LUMEN_FAIL("cuda", "cannot allocate ", nbytes,
+               " bytes of pinned host memory: lumen was built "
                "without CUDA (LUMEN_CUDA=OFF)");
 }
 void host_free(void*) {}

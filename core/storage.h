@@ -55,6 +55,17 @@ void cpu_free(void* data, size_t nbytes);
 void cpu_empty_cache();
 size_t cpu_cached_bytes();
 
+// Bytes of tensor memory the CPU allocator has handed out and not yet taken back (rounded to
+// its size classes), and the most there ever was since the last reset: what a forward and
+// backward pass really needs, whatever the cache holds on top.
+struct CpuMemoryStats {
+    size_t allocated = 0, peak_allocated = 0;
+    size_t cached = 0;  // freed blocks kept for reuse
+};
+CpuMemoryStats cpu_memory_stats();
+// Sets the peak to the bytes allocated now.
+void cpu_reset_peak_memory_stats();
+
 namespace cuda {
 // Device memory through the caching allocator of core/cuda/allocator.cu: blocks are carved out
 // of cudaMalloc'd segments and return to size-ordered free lists when their storage dies, so a

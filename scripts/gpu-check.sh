@@ -7,9 +7,11 @@
 # writes everything to bench/results/gpu-<hostname>-<date>.log and exits
 # non-zero on any failure.
 # The build's dependencies (Eigen, nlohmann-json, Catch2, zlib) must be installed
-# (scripts/setup.sh does it where apt works).
+# (scripts/setup.sh does it where apt works); where they cannot be, the header-only ones can
+# come in .devdeps/ from scripts/gpu-deps.sh (zlib is expected on the machine).
 # Usage: bash scripts/gpu-check.sh   Environment: JOBS (default: all cores), BUILD_DIR
-#        (default build-gpu).
+#        (default build-gpu), LUMEN_COMMIT (the commit to name in the log, for copies of a
+#        working tree whose git HEAD is stale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
@@ -21,10 +23,14 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$build_dir"
+# Header-only dependencies packed by scripts/gpu-deps.sh, for machines without the packages.
+if [ -d .devdeps/usr ]; then
+    CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_PREFIX_PATH=$PWD/.devdeps/usr"
+fi
 set +e
 {
     status=0
-    echo "# lumen GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "# lumen GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${LUMEN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
     nvidia-smi -L
     "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" --version | tail -1
     JOBS=${JOBS:-$(nproc)} BUILD_DIR="$build_dir" LUMEN_CUDA=ON \

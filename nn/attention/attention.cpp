@@ -9,6 +9,11 @@
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
 #include "nn/attention/mhsa.h"
+#include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/seqnorm_attention.h"
+#include "nn/attention/sima_attention.h"
+#include "nn/attention/vitpt_sima_attention.h"
+#include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
 
@@ -30,6 +35,11 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["mhsa"] = make_mhsa_attention;
     factories["diff"] = make_diff_attention;
     factories["dgsa"] = make_dgsa_attention;
+    factories["utnet"] = utnet::make_utnet_attention;
+    factories["vitpt_softmax"] = sfree::make_vitpt_softmax_attention;
+    factories["seqnorm"] = sfree::make_seqnorm_attention;
+    factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
+    factories["sima"] = sima::make_sima_attention;
 }
 
 void ensure_builtins() {

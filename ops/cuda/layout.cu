@@ -17,18 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// An unsigned type of the element's size: flip and tril only move bits (zero bits are 0 in
-// every dtype).
-template <typename F>
-decltype(auto) dispatch_bits(DType dtype, F&& body) {
-    switch (itemsize(dtype)) {
-        case 1: return body.template operator()<uint8_t>();
-        case 2: return body.template operator()<uint16_t>();
-        case 4: return body.template operator()<uint32_t>();
-        default: return body.template operator()<uint64_t>();
-    }
-}
-
 // out[i] = in[i] through both views' strides (the source may have negative strides).
 template <typename T>
 __global__ void remap_kernel(StridedView out, StridedView in, int64_t count) {

@@ -152,3 +152,19 @@ TEST_CASE("large CPU blocks are reused from the allocator cache", "[core][storag
     cpu_empty_cache();
     CHECK(cpu_cached_bytes() == 0);
 }
+
+TEST_CASE("the CPU allocator counts live and peak bytes", "[core][allocator]") {
+    cpu_reset_peak_memory_stats();
+    CpuMemoryStats before = cpu_memory_stats();
+    {
+        Tensor big = empty({1 << 20});  // 4 MiB
+        CpuMemoryStats during = cpu_memory_stats();
+        CHECK(during.allocated >= before.allocated + (size_t(4) << 20));
+        CHECK(during.peak_allocated >= during.allocated);
+    }
+    CpuMemoryStats after = cpu_memory_stats();
+    CHECK(after.allocated == before.allocated);
+    CHECK(after.peak_allocated >= before.allocated + (size_t(4) << 20));
+    cpu_reset_peak_memory_stats();
+    CHECK(cpu_memory_stats().peak_allocated == cpu_memory_stats().allocated);
+}

@@ -183,3 +183,16 @@ TEST_CASE("check-vectors: missing paths and empty directories are errors", "[io]
     lumen::testing::require_error([&] { check_vectors({missing}, Device::cpu(), out); },
                                   {"[check-vectors]", "no such file or directory", missing});
 }
+
+// `lumen check-vectors --device cuda` over everything ctest runs on the CPU: every op, module
+// and model vector committed under tests/data/oracle, outputs and gradients on the GPU.
+TEST_CASE("check-vectors: every committed oracle vector passes on the GPU",
+          "[cuda][io][check_vectors]") {
+    if (!lumen::testing::have_gpu()) return;
+    std::ostringstream out;
+    CheckSummary summary = check_vectors({std::string(LUMEN_TEST_DATA) + "/oracle"},
+                                         Device::cuda(), out);
+    INFO(out.str());
+    CHECK(summary.failed == 0);
+    CHECK(summary.passed > 0);
+}

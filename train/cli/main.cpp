@@ -52,7 +52,10 @@ int run_info(const std::vector<std::string>& args) {
                   << stats.reserved << " reserved (peak " << stats.peak_reserved << "), "
                   << stats.segments << " cudaMalloc calls\n";
     }
-    std::cout << "OpenMP threads: " << lumen::get_num_threads() << "\n";
+    lumen::CpuMemoryStats cpu = lumen::cpu_memory_stats();
+    std::cout << "CPU memory: " << cpu.allocated << " bytes allocated (peak " << cpu.peak_allocated
+              << "), " << cpu.cached << " cached\n"
+              << "OpenMP threads: " << lumen::get_num_threads() << "\n";
     return 0;
 }
 

@@ -1,0 +1,131 @@
+// bench_attention: issue 5's goals for the attention zoo, the workloads of
+// bench/torch_attention.py in lumen: forward + backward of every variant at C = 256 with 8
+// heads (head width 32), batch 1, N = 196 and 4096 tokens, built through the attention
+// registry exactly as models build them; then the peak memory of one forward + backward
+// (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
+// that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
+// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8).
+// Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "lumen/lumen.h"
+
+using namespace lumen;
+using namespace lumen::bench;
+
+namespace {
+
+constexpr int64_t kDim = 256, kHeads = 8;
+
+struct Variant {
+    std::string name;  // registry name, and the name of the workload
+    bool linear;       // must not materialize N x N: memory checked at 16384
+};
+
+const std::vector<Variant> kVariants = {
+    {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
+    {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
+};
+
+nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
+    nn::AttentionConfig config;
+    config.type = type;
+    config.dim = kDim;
+    config.num_heads = kHeads;
+    config.head_dim = kDim / kHeads;
+    if (type == "utnet") {
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        config.options = {{"reduce_size", side % 8 == 0 ? 8.0 : 7.0}};
+    }
+    if (type == "sima") config.qkv_bias = false;  // the official SimA default
+    return config;
+}
+
+nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
+    nn::AttentionContext context;
+    if (type == "utnet") {
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        context.grid = {side, side};
+    }
+    return context;
+}
+
+// One forward + backward with a fixed upstream gradient; parameter gradients are cleared
+// first, as a training step would.
+struct Workload {
+    std::shared_ptr<nn::Attention> attention;
+    nn::AttentionContext context;
+    Tensor x, grad;
+    void run() const {
+        attention->zero_grad();
+        x.set_grad(Tensor());
+        attention->forward(x, context).backward(grad);
+    }
+};
+
+Workload make_workload(const std::string& type, int64_t tokens) {
+    Generator generator(1);
+    Workload w{nn::make_attention(config_for(type, tokens)), context_for(type, tokens),
+               randn({1, tokens, kDim}, DType::float32, &generator).requires_grad_(),
+               randn({1, tokens, kDim}, DType::float32, &generator)};
+    return w;
+}
+
+bool selected(const std::string& name, const std::vector<std::string>& only) {
+    if (only.empty()) return true;
+    for (const std::string& o : only)
+        if (o == name) return true;
+    return false;
+}
+
+double peak_mb(const Workload& w) {
+    w.run();  // warm: the cache then holds what a step needs
+    cpu_reset_peak_memory_stats();
+    size_t before = cpu_memory_stats().allocated;
+    w.run();
+    return double(cpu_memory_stats().peak_allocated - before) / (1 << 20);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options = parse_options(argc, argv);
+    if (options.threads > 0) set_num_threads(options.threads);
+    std::vector<std::string> only;
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::strcmp(argv[i], "--only") != 0) continue;
+        std::string list = argv[i + 1];
+        for (size_t start = 0; start <= list.size();) {
+            size_t comma = list.find(',', start);
+            if (comma == std::string::npos) comma = list.size();
+            only.push_back(list.substr(start, comma - start));
+            start = comma + 1;
+        }
+    }
+    for (const Variant& variant : kVariants) {
+        if (!selected(variant.name, only)) continue;
+        for (int64_t tokens : {196, 4096}) {
+            Workload w = make_workload(variant.name, tokens);
+            double s =
+                median_seconds([&] { w.run(); }, 1,
+                               tokens > 1000 ? std::min(options.repeats, 5) : options.repeats);
+            report("attn " + variant.name + " N=" + std::to_string(tokens) + " fwd+bwd", "it/s",
+                   1.0 / s, s);
+        }
+    }
+    for (const Variant& variant : kVariants) {
+        if (!variant.linear || !selected(variant.name, only)) continue;
+        double small = peak_mb(make_workload(variant.name, 4096));
+        double large = peak_mb(make_workload(variant.name, 16384));
+        std::printf(
+            "{\"name\": \"attn %s peak memory N=16384 / N=4096\", \"unit\": \"x (<= 8)\", "
+            "\"value\": %.3f, \"ms\": 0, \"mb_4096\": %.1f, \"mb_16384\": %.1f}\n",
+            variant.name.c_str(), large / small, small, large);
+        std::fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,70 @@
+"""bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
+attention modules of shared/oracle/ref_diff.py and ref_sfree_utnet.py (float32) at C = 256,
+8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
+repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
+Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]"""
+import math
+import os
+import sys
+
+from torch_util import median_seconds, parse_args, report
+
+args = parse_args(__doc__)
+import torch  # noqa: E402  (after parse_args fixed the thread count)
+
+here = os.path.dirname(os.path.abspath(__file__))
+oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
+if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
+    print(f"# torch_attention: no reference modules at {oracle} (set LUMEN_ORACLE)")
+    sys.exit(0)
+sys.path.insert(0, oracle)
+import ref_diff  # noqa: E402
+import ref_sfree_utnet as ref_su  # noqa: E402
+
+torch.set_num_threads(args.threads)
+DIM, HEADS = 256, 8
+
+
+def build(name, tokens):
+    """(module, input) for a variant; UTNet's attention takes a square map."""
+    if name == "mhsa":
+        return ref_diff.Attention(DIM, HEADS, qkv_bias=True), (1, tokens, DIM)
+    if name == "diff":
+        return ref_diff.MultiheadDiffAttn(DIM, 0, HEADS), (1, tokens, DIM)
+    if name == "dgsa":
+        return ref_diff.MultiheadDGSA(DIM, HEADS), (1, tokens, DIM)
+    if name == "vitpt_softmax":
+        return ref_su.SoftmaxAttention(DIM, heads=HEADS, dim_head=DIM // HEADS), (1, tokens, DIM)
+    if name == "seqnorm":
+        return ref_su.SeqNormAttention(DIM, heads=HEADS, dim_head=DIM // HEADS), (1, tokens, DIM)
+    if name == "vitpt_sima":
+        return ref_su.SimAAttention(DIM, heads=HEADS, dim_head=DIM // HEADS), (1, tokens, DIM)
+    if name == "sima":
+        return ref_su.SimA(DIM, num_heads=HEADS, qkv_bias=False), (1, tokens, DIM)
+    if name == "utnet":
+        side = round(math.sqrt(tokens))
+        module = ref_su.LinearAttention(DIM, heads=HEADS, dim_head=DIM // HEADS,
+                                        reduce_size=8 if side % 8 == 0 else 7)
+        return module, (1, DIM, side, side)
+    raise ValueError(name)
+
+
+def run(module, x, grad):
+    for p in module.parameters():
+        p.grad = None
+    x.grad = None
+    y = module(x)
+    y = y[0] if isinstance(y, tuple) else y
+    y.backward(grad)
+
+
+for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet"]:
+    for tokens in (196, 4096):
+        torch.manual_seed(1)
+        module, shape = build(name, tokens)
+        x = torch.randn(*shape, requires_grad=True)
+        out = module(x)
+        grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
+        repeats = min(args.repeats, 5) if tokens > 1000 else args.repeats
+        s = median_seconds(lambda: run(module, x, grad), 1, repeats)
+        report(f"attn {name} N={tokens} fwd+bwd", "it/s", 1.0 / s, s)

@@ -1,0 +1,24 @@
+// The vanilla ViT attention of seed 001 in the vit-pytorch frame (spec sfree_utnet §1.1):
+// softmax(Q K^T / sqrt(d)) V per head. Registered as "vitpt_softmax".
+#pragma once
+
+#include "nn/activation.h"
+#include "nn/attention/prenorm_attention.h"
+
+namespace lumen::nn::sfree {
+
+// O_m = dropout(softmax_lastdim(Q_m K_m^T * d^-1/2)) V_m. Time O(N^2 D), memory O(h N^2)
+// (the weights are materialized). Shapes and errors: PreNormAttention.
+class PreNormSoftmaxAttention : public PreNormAttention {
+  public:
+    PreNormSoftmaxAttention(int64_t dim, const PreNormAttentionOptions& options);
+    std::shared_ptr<Dropout> dropout;  // on the attention weights (attn_drop)
+
+  protected:
+    Tensor mix(const Tensor& qkv) override;
+};
+
+// Registry factory for "vitpt_softmax" (options: none beyond AttentionConfig's fields).
+std::shared_ptr<Attention> make_vitpt_softmax_attention(const AttentionConfig& config);
+
+}  // namespace lumen::nn::sfree

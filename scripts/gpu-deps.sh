@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Packs the header-only build dependencies (Eigen, nlohmann-json, Catch2, stb: headers plus
+# their CMake package files, in /usr's layout) into .devdeps/ (ignored by .gitignore), for a GPU machine
+# that has the CUDA toolkit and CMake but no Debian packages and no network. Run it here, carry
+# .devdeps with the working tree, and scripts/gpu-check.sh picks it up there.
+# Usage: bash scripts/gpu-deps.sh   (needs the packages: bash scripts/setup.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.devdeps/usr
+rm -rf .devdeps
+mkdir -p "$out/include" "$out/share" "$out/lib/cmake"
+cp -r /usr/include/eigen3 /usr/include/nlohmann /usr/include/catch2 "$out/include/"
+[ -d /usr/include/stb ] && cp -r /usr/include/stb "$out/include/"
+cp -r /usr/share/eigen3 "$out/share/"
+mkdir -p "$out/share/cmake"
+cp -r /usr/share/cmake/nlohmann_json "$out/share/cmake/"
+cp -r /usr/lib/cmake/Catch2 "$out/lib/cmake/"
+cp /usr/lib/libCatch2WithMain.a "$out/lib/"  # listed by Catch2Targets.cmake
+echo "gpu-deps.sh: wrote .devdeps ($(du -sh .devdeps | cut -f1)); carry it to the GPU machine"

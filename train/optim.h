@@ -1,0 +1,85 @@
+// Optimizers with PyTorch's update rules. Optimizer holds parameter groups (each with its
+// own lr, weight_decay and parameters, so that biases and norm weights can be exempted from
+// decay) and per-parameter state tensors; subclasses implement step(). SGD is here; Adam and
+// AdamW join it as further subclasses (issue 7).
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace lumen::train {
+
+struct ParamGroup {
+    std::vector<Tensor> params;
+    double lr = 0.0;
+    double weight_decay = 0.0;
+};
+
+// A parameter's optimizer state by name ("momentum_buffer", later "exp_avg", "step", ...).
+using ParamState = std::map<std::string, Tensor>;
+
+class Optimizer {
+  public:
+    // Throws [<name>] for an empty group list, an empty group, a parameter that is not a
+    // floating tensor, a parameter listed twice, or a negative lr or weight_decay.
+    Optimizer(std::string name, std::vector<ParamGroup> groups);
+    virtual ~Optimizer() = default;
+    Optimizer(const Optimizer&) = delete;
+    Optimizer& operator=(const Optimizer&) = delete;
+
+    // One update of every parameter that has a gradient, in place (the parameters keep
+    // their identity, so modules see the new values), with autograd recording off.
+    virtual void step() = 0;
+    // Clears every parameter's .grad() (PyTorch's set_to_none = true).
+    void zero_grad();
+
+    std::vector<ParamGroup>& param_groups() { return groups_; }
+    const std::vector<ParamGroup>& param_groups() const { return groups_; }
+    // Sets the lr of every group (what an LR schedule does once per step or epoch).
+    void set_lr(double lr);
+    const std::string& name() const { return name_; }
+
+    // The state of `param`, created empty on first use; find_state returns null when none.
+    ParamState& state(const Tensor& param);
+    const ParamState* find_state(const Tensor& param) const;
+
+  protected:
+    static void check_hyper(const std::string& who, const char* what, double value);
+
+  private:
+    std::string name_;
+    std::vector<ParamGroup> groups_;
+    std::unordered_map<const TensorImpl*, ParamState> state_;
+};
+
+// SGD as torch.optim.SGD (momentum, dampening, nesterov, weight decay coupled into the
+// gradient). Per parameter p with gradient g, at each step:
+//   g <- -g if maximize;  g <- g + weight_decay p
+//   if momentum != 0:  buf <- g (first step)  else  buf <- momentum buf + (1 - dampening) g
+//                      g <- g + momentum buf (nesterov)  else  g <- buf
+//   p <- p - lr g
+// The state is "momentum_buffer". Parameters without a gradient are skipped.
+struct SGDOptions {
+    double momentum = 0.0;
+    double dampening = 0.0;
+    bool nesterov = false;
+    bool maximize = false;
+};
+
+class SGD : public Optimizer {
+  public:
+    // Throws [SGD] for negative momentum or dampening, or nesterov without momentum or with
+    // dampening (PyTorch's rule).
+    SGD(std::vector<ParamGroup> groups, SGDOptions options = {});
+    // One group of every parameter with the given lr and weight decay.
+    SGD(const std::vector<Tensor>& params, double lr, SGDOptions options = {},
+        double weight_decay = 0.0);
+    void step() override;
+    SGDOptions options;
+};
+
+}  // namespace lumen::train
