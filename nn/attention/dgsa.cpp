@@ -80,9 +80,7 @@ std::string MultiheadDGSA::extra_repr() const {
 std::shared_ptr<Attention> make_dgsa_attention(const AttentionConfig& config) {
     check_attention_options(
         config, {"lambda_init", "lambda_schedule", "q_residual", "causal", "subln_eps"}, "dgsa");
-    LUMEN_CHECK(config.head_dim < 0 || config.head_dim * 2 * config.num_heads == config.dim, "dgsa",
-                "head_dim is dim / (2 num_heads) = ", config.dim, " / ", 2 * config.num_heads,
-                ", got ", config.head_dim);
+    check_differential_head_dim(config, "dgsa");
     DGSAOptions options{.layer_index = config.layer_index,
                         .lambda_init = config.option("lambda_init", 0.8),
                         .lambda_schedule = config.option("lambda_schedule", 0.0) != 0.0,

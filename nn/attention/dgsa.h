@@ -57,7 +57,7 @@ class MultiheadDGSA : public Attention {
 };
 
 // Registry factory for "dgsa": dim = D, num_heads = nh, layer_index, attn_drop, proj_drop
-// (qkv_bias is ignored; head_dim must be -1 or D / (2 nh)); options lambda_init (0.8),
+// (qkv_bias is ignored; head_dim as check_differential_head_dim); options lambda_init (0.8),
 // lambda_schedule, q_residual, causal (0/1), subln_eps. Throws [dgsa] for an unknown option.
 std::shared_ptr<Attention> make_dgsa_attention(const AttentionConfig& config);
 

@@ -106,12 +106,18 @@ std::string MultiheadDiffAttn::extra_repr() const {
            (options.causal ? ", causal=true" : "") + (options.rope ? ", rope=true" : "");
 }
 
+void check_differential_head_dim(const AttentionConfig& config, const std::string& who) {
+    int64_t width = config.num_heads > 0 ? config.dim / config.num_heads : 0;
+    LUMEN_CHECK(config.head_dim < 0 || config.head_dim == width || 2 * config.head_dim == width,
+                who, "head_dim must be -1, dim / num_heads = ", width,
+                " (the channels of a head) or half of it (one map's q/k width), got ",
+                config.head_dim);
+}
+
 std::shared_ptr<Attention> make_diff_attention(const AttentionConfig& config) {
     check_attention_options(config, {"causal", "rope", "rope_base", "subln_eps", "lambda_init"},
                             "diff");
-    LUMEN_CHECK(config.head_dim < 0 || config.head_dim * 2 * config.num_heads == config.dim, "diff",
-                "head_dim is dim / (2 num_heads) = ", config.dim, " / ", 2 * config.num_heads,
-                ", got ", config.head_dim);
+    check_differential_head_dim(config, "diff");
     DiffAttnOptions options{.layer_index = config.layer_index,
                             .causal = config.option("causal", 0.0) != 0.0,
                             .rope = config.option("rope", 0.0) != 0.0,

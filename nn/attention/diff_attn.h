@@ -65,9 +65,14 @@ class MultiheadDiffAttn : public Attention {
 };
 
 // Registry factory for "diff": dim = D, num_heads = nh, layer_index, attn_drop, proj_drop
-// (qkv_bias is ignored: the official layout has no projection biases; head_dim must be -1 or
-// D / (2 nh)); options causal, rope (0/1), rope_base, subln_eps, lambda_init (overrides the
-// layer schedule). Throws [diff] for an unknown option.
+// (qkv_bias is ignored: the official layout has no projection biases); options causal, rope
+// (0/1), rope_base, subln_eps, lambda_init (overrides the layer schedule). Throws [diff] for an
+// unknown option or a head_dim check_differential_head_dim rejects.
 std::shared_ptr<Attention> make_diff_attention(const AttentionConfig& config);
+
+// The layout fixes d = D / (2 nh), so AttentionConfig::head_dim carries no information for the
+// differential variants: it may be -1, D / nh (the channels of a head, 2d: the registry's
+// meaning) or D / (2 nh) (the official code's head_dim d). Throws [<who>] for anything else.
+void check_differential_head_dim(const AttentionConfig& config, const std::string& who);
 
 }  // namespace lumen::nn

@@ -306,7 +306,12 @@ TEST_CASE("attention registry: mhsa, diff and dgsa by name, options and errors",
                 {.type = "dgsa", .dim = 8, .num_heads = 2, .options = {{"gate", 1}}});
         },
         {"[dgsa]", "unknown option 'gate'", "q_residual"});
+    // head_dim may be -1, the channels of a head (2d) or the official d; nothing else.
+    for (int64_t head_dim : {-1, 8, 4})
+        CHECK(nn::make_attention({.type = "diff", .dim = 16, .num_heads = 2, .head_dim = head_dim})
+                  ->forward(ones({1, 2, 16}))
+                  .shape() == Shape{1, 2, 16});
     require_error(
-        [] { nn::make_attention({.type = "diff", .dim = 8, .num_heads = 2, .head_dim = 4}); },
-        {"[diff]", "head_dim", "4"});
+        [] { nn::make_attention({.type = "dgsa", .dim = 16, .num_heads = 2, .head_dim = 6}); },
+        {"[dgsa]", "head_dim", "8", "6"});
 }
