@@ -6,6 +6,9 @@
 #include <map>
 #include <mutex>
 
+#include "nn/attention/dgsa.h"
+#include "nn/attention/diff_attn.h"
+#include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
@@ -28,6 +31,10 @@ std::mutex& registry_mutex() {
 
 // One line per built-in variant: its name and its factory, declared in its header.
 void add_builtins(std::map<std::string, AttentionFactory>& factories) {
+    (void)factories;  // the built-in variants are added below as they land
+    factories["mhsa"] = make_mhsa_attention;
+    factories["diff"] = make_diff_attention;
+    factories["dgsa"] = make_dgsa_attention;
     factories["utnet"] = utnet::make_utnet_attention;
     factories["vitpt_softmax"] = sfree::make_vitpt_softmax_attention;
     factories["seqnorm"] = sfree::make_seqnorm_attention;

@@ -1,0 +1,75 @@
+// The Vision Transformer classifier in timm's VisionTransformer layout (class token kept in
+// attention, learned position embedding, pre-norm blocks, final norm, linear head on the class
+// token), with the blocks chosen by config: ViT (spec diff 3.1) and DGViT (3.2, seed 004) are
+// presets of the same skeleton; timm's initialisation (3.4).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/block.h"
+#include "nn/container.h"
+#include "nn/embed.h"
+#include "nn/linear.h"
+
+namespace lumen::models {
+
+struct ViTConfig {
+    std::string name = "ViT";  // the type name in messages and str() ("ViT", "DGViT")
+    std::vector<int64_t> img_size = {32, 32};  // (H, W); the position embedding is sized by it
+    int64_t patch_size = 4;
+    int64_t in_chans = 3;
+    int64_t num_classes = 10;
+    int64_t embed_dim = 256;
+    int64_t depth = 8;  // number of blocks
+    int64_t num_heads = 8;
+    // Every block (block i gets layer_index i); block.norm_eps is also the final norm's eps.
+    nn::BlockOptions block = nn::vit_block_options();
+    double pos_drop = 0.0;  // dropout on the embedded tokens
+
+    // Throws [<name>] for a non-positive size or an image not divisible into patches.
+    void validate() const;
+};
+
+// Seed 004's ViT baseline (Table 3): D 256, depth 8, 8 heads, patch 4, GELU MLP ratio 4,
+// dropout `drop` on the embeddings, the attention projection and the MLP (6.35M parameters
+// on CIFAR-10).
+ViTConfig vit_config(int64_t num_classes = 10, std::vector<int64_t> img_size = {32, 32},
+                     int64_t in_chans = 3, double drop = 0.05);
+// Seed 004's DGViT: the same skeleton with DGViT blocks (M-DGSA, lambda_init 0.8, query
+// residual; packed SwiGLU of expansion k = 4 (best) or 2, gated width k D / 2); `ffn_dropouts`
+// 2 = the paper's "x2 dropout" setting. 5.31M (k 4) / 3.73M (k 2) parameters on CIFAR-10.
+ViTConfig dgvit_config(int64_t num_classes = 10, std::vector<int64_t> img_size = {32, 32},
+                       int64_t in_chans = 3, double k = 4.0, double drop = 0.05,
+                       int ffn_dropouts = 2);
+
+// img (B, C, H, W) -> patch_embed.proj (Conv2d p x p, stride p) -> (B, Np, D) row-major
+// patches -> cat(cls_token, patches) + pos_embed -> pos_drop -> blocks.0..depth-1 -> norm ->
+// head(x[:, 0]) -> logits (B, num_classes).
+// Parameters: patch_embed.proj.{weight, bias}, cls_token (1, 1, D), pos_embed (1, 1+Np, D),
+// blocks.i.*, norm.*, head.{weight, bias}. Init (timm): every Linear weight trunc_normal(0.02)
+// with zero bias, pos_embed trunc_normal(0.02), cls_token N(0, 1e-6), norms (1, 0), the patch
+// conv PyTorch's default; other parameters (Diff lambdas) keep their module's init.
+// Throws [<name>] for an input other than (B, in_chans, img_size).
+class ViT : public nn::Module {
+  public:
+    explicit ViT(const ViTConfig& config);
+    Tensor forward(const Tensor& img) override;
+    // The normalised tokens (B, 1 + Np, D) before the head.
+    Tensor forward_features(const Tensor& img);
+    const ViTConfig& config() const { return config_; }
+
+    std::shared_ptr<nn::PatchEmbed> patch_embed;
+    Tensor cls_token, pos_embed;
+    std::shared_ptr<nn::Dropout> pos_drop;
+    std::shared_ptr<nn::ModuleList<nn::Block>> blocks;
+    std::shared_ptr<nn::Module> norm;
+    std::shared_ptr<nn::Linear> head;
+
+  private:
+    void init_weights();
+    ViTConfig config_;
+};
+
+}  // namespace lumen::models
