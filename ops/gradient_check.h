@@ -16,6 +16,9 @@ struct GradientCheckOptions {
     double eps = 1e-6;   // central-difference step
     double rtol = 1e-5;  // pass when |analytic - numeric| <= atol + rtol |numeric|
     double atol = 1e-7;
+    // Check every param_stride-th element (and the last) of each tensor in `params`, to keep
+    // whole models affordable; inputs are always checked element by element.
+    int64_t param_stride = 1;
 };
 
 struct GradientCheckResult {

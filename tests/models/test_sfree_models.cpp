@@ -120,8 +120,8 @@ TEST_CASE("SfreeViT: float64 gradients match finite differences", "[models][sfre
             Shape shape = c.tokenizer == "bag"       ? Shape{2, 4, 5}
                           : c.tokenizer == "patch2d" ? Shape{2, 2, 4, 6}
                                                      : Shape{1, 2, 4, 4, 6};
-            sfree::module_gradcheck(
-                vit, [&](const Tensor& t) { return vit.forward(t); }, random_input(shape, 4));
+            module_gradcheck(vit, [&](const std::vector<Tensor>& in) { return vit.forward(in[0]); },
+                             {random_input(shape, 4)});
         }
     }
 }
@@ -199,13 +199,13 @@ TEST_CASE("SimAVisionTransformer: shapes, gradients and errors",
     vit.to(DType::float64);
     // eval-mode BatchNorm at batch 1: checked against finite differences (see test_sfree_sima)
     vit.eval();
-    sfree::module_gradcheck(
-        vit, [&](const Tensor& t) { return vit.forward(t); }, random_input({1, 3, 8, 8}, 6), 1e-4,
-        7);
+    module_gradcheck(
+        vit, [&](const std::vector<Tensor>& in) { return vit.forward(in[0]); },
+        {random_input({1, 3, 8, 8}, 6)}, 1e-4, 1e-6, 7);
     vit.train();
-    sfree::module_gradcheck(
-        vit, [&](const Tensor& t) { return vit.forward(t); }, random_input({2, 3, 16, 8}, 7), 1e-4,
-        7);
+    module_gradcheck(
+        vit, [&](const std::vector<Tensor>& in) { return vit.forward(in[0]); },
+        {random_input({2, 3, 16, 8}, 7)}, 1e-4, 1e-6, 7);
     require_error(
         [&] {
             vit.forward(ones({2, 1, 16, 16}, DType::float64));

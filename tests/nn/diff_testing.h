@@ -13,39 +13,6 @@
 
 namespace lumen::testing::diff_check {
 
-// Checks, in float64 (the module is converted), the gradients of loss = sum(f(inputs) * w)
-// w.r.t. the floating inputs (gradcheck) and every parameter element (central differences on
-// the parameter's own storage).
-inline void module_gradcheck(nn::Module& m, const Function& f, const std::vector<Tensor>& inputs,
-                             double rtol = 1e-5, double atol = 1e-6) {
-    m.to(DType::float64);
-    if (!inputs.empty()) gradcheck(f, inputs);
-    std::vector<Tensor> leaves;
-    for (const Tensor& t : inputs) leaves.push_back(t.detach());
-    Tensor w = random_input(f(leaves).shape(), 99);
-    auto loss = [&] { return sum(mul(f(leaves), w)).item<double>(); };
-    m.zero_grad();
-    sum(mul(f(leaves), w)).backward();
-    const double eps = 1e-6;
-    for (auto& [name, p] : m.named_parameters()) {
-        INFO(name);
-        REQUIRE(p.is_contiguous());
-        REQUIRE(p.grad().defined());
-        double* data = p.data_ptr<double>();
-        std::vector<double> analytic = p.grad().to_vector<double>();
-        for (int64_t i = 0; i < p.numel(); ++i) {
-            double saved = data[i];
-            data[i] = saved + eps;
-            double plus = loss();
-            data[i] = saved - eps;
-            double minus = loss();
-            data[i] = saved;
-            double numeric = (plus - minus) / (2 * eps);
-            CHECK(std::abs(analytic[size_t(i)] - numeric) <= atol + rtol * std::abs(numeric));
-        }
-    }
-}
-
 // Fills every parameter with uniform values in [-scale, scale) (seeded), keeping identity.
 inline void randomize(nn::Module& m, uint64_t seed, double scale = 0.5) {
     NoGradGuard no_grad;

@@ -13,16 +13,6 @@ namespace {
 
 double max_abs(const Tensor& t) { return amax(abs(t.to(DType::float64))).item<double>(); }
 
-// Checks, in float64, the gradients of the module's output w.r.t. its input and every
-// parameter against central differences.
-void module_gradcheck(nn::Module& m, const Tensor& x) {
-    m.to(DType::float64);
-    GradientCheckResult result = check_gradients(
-        [&](const std::vector<Tensor>& in) { return m.forward(in[0]); }, {x}, m.parameters());
-    INFO(result.failure);
-    CHECK(result.passed);
-}
-
 }  // namespace
 
 TEST_CASE("Linear: y = x W^T + b with PyTorch's default init bounds", "[nn][layers]") {

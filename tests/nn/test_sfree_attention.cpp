@@ -136,8 +136,9 @@ TEST_CASE("sfree attentions: float64 gradients match finite differences",
         INFO(modules[i]->type_name() << " #" << i);
         randomize(*modules[i], 20 + i);
         modules[i]->to(DType::float64);
-        sfree::module_gradcheck(
-            *modules[i], [&](const Tensor& t) { return modules[i]->forward(t); }, x);
+        module_gradcheck(*modules[i],
+                         [&](const std::vector<Tensor>& in) { return modules[i]->forward(in[0]); },
+                         {x});
     }
 }
 

@@ -69,6 +69,19 @@ void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
     REQUIRE(result.passed);
 }
 
+void module_gradcheck(nn::Module& m, const Function& f, const std::vector<Tensor>& inputs,
+                      double rtol, double atol, int64_t stride) {
+    m.to(DType::float64);
+    GradientCheckResult result = check_gradients(
+        f, inputs, m.parameters(), {.rtol = rtol, .atol = atol, .param_stride = stride});
+    INFO(m.type_name() << ": " << result.failure);
+    CHECK(result.passed);
+}
+
+void module_gradcheck(nn::Module& m, const Tensor& x) {
+    module_gradcheck(m, [&](const std::vector<Tensor>& in) { return m.forward(in[0]); }, {x});
+}
+
 void require_error(const std::function<void()>& body, const std::vector<std::string>& fragments) {
     try {
         body();

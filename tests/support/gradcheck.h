@@ -3,12 +3,12 @@
 //   gradcheck([](const std::vector<Tensor>& in) { return exp(in[0]); }, {random_input({3, 4})});
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "lumen/lumen.h"
 
@@ -41,6 +41,14 @@ struct GradcheckOptions {
 using Function = std::function<Tensor(const std::vector<Tensor>&)>;
 void gradcheck(const Function& f, const std::vector<Tensor>& inputs,
                const GradcheckOptions& options = {});
+
+// Checks, in float64 (m is converted), the gradients of loss = sum(f(inputs) * w) w.r.t. the
+// floating inputs and every parameter of m (every `stride`-th element of each, and its last).
+// f runs the module with any forward signature.
+void module_gradcheck(nn::Module& m, const Function& f, const std::vector<Tensor>& inputs,
+                      double rtol = 1e-5, double atol = 1e-6, int64_t stride = 1);
+// The single-input form, f = m.forward.
+void module_gradcheck(nn::Module& m, const Tensor& x);
 
 // REQUIREs that calling `body` throws lumen::Error whose message contains every fragment
 // (e.g. the op name in brackets and the offending shape).
