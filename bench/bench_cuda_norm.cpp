@@ -19,22 +19,12 @@ using namespace lumen::bench;
 
 namespace {
 
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
 // y = f(x, w, b) for the layer workloads.
 using NormFn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
 
 // Largest |cuda - cpu| of the output and the input gradient on a small problem.
 double max_error(const NormFn& f, const Shape& shape, int64_t params) {
     Tensor x = randn(shape), w = rand({params}), b = randn({params}), g = randn(shape);
-    double worst = 0;
     Tensor grads[2];
     Tensor outs[2];
     for (int d = 0; d < 2; ++d) {
@@ -42,15 +32,10 @@ double max_error(const NormFn& f, const Shape& shape, int64_t params) {
         Tensor xl = x.to(device).detach().requires_grad_();
         outs[d] = f(xl, w.to(device), b.to(device));
         outs[d].backward(g.to(device));
-        grads[d] = xl.grad().cpu();
-        outs[d] = outs[d].detach().cpu();
+        grads[d] = xl.grad();
+        outs[d] = outs[d].detach();
     }
-    for (int k = 0; k < 2; ++k) {
-        std::vector<double> a = (k == 0 ? outs[0] : grads[0]).to_vector<double>();
-        std::vector<double> c = (k == 0 ? outs[1] : grads[1]).to_vector<double>();
-        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - c[i]));
-    }
-    return worst;
+    return std::max(difference(outs[1], outs[0]).error, difference(grads[1], grads[0]).error);
 }
 
 void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
@@ -101,12 +86,7 @@ void bench_batch_norm(int repeats) {
 
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda_norm: no CUDA device (built with CUDA: %s)\n",
-                    cuda_built() ? "yes" : "no");
-        return 0;
-    }
-    std::printf("# lumen bench_cuda_norm, median of %d repeats\n", options.repeats);
+    if (!start_cuda_bench("bench_cuda_norm", options)) return 0;
     NormFn layer = [](const Tensor& x, const Tensor& w, const Tensor& b) {
         return layer_norm(x, {x.size(-1)}, w, b);
     };
