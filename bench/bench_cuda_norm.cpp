@@ -38,14 +38,12 @@ double max_error(const NormFn& f, const Shape& shape, int64_t params) {
     return std::max(difference(outs[1], outs[0]).error, difference(grads[1], grads[0]).error);
 }
 
-void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
-                int repeats) {
-    Tensor x = randn({rows, length}).cuda(), g = randn({rows, length}).cuda();
-    Tensor w = rand({length}).cuda(), b = randn({length}).cuda();
-    double bytes = 4.0 * double(rows * length);
-    std::string shape = " (" + std::to_string(rows) + ", " + std::to_string(length) + ") float32";
+// Forward, then forward + backward (gradients of x, w and b) of y = f(x, w, b) on the GPU;
+// GB/s over `bytes` per pass of x: 2 passes forward, 5 with the backward.
+void time_norm(const std::string& name, const NormFn& f, const Tensor& x, const Tensor& w,
+               const Tensor& b, const Tensor& g, double bytes, int repeats) {
     double s = gpu_seconds([&] { f(x, w, b); }, repeats);
-    report("cuda " + name + shape + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
+    report(name + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
     Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
     Tensor bl = b.detach().requires_grad_();
     s = gpu_seconds(
@@ -56,7 +54,15 @@ void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t 
             f(xl, wl, bl).backward(g);
         },
         repeats);
-    report("cuda " + name + shape + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+    report(name + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+}
+
+void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
+                int repeats) {
+    Tensor x = randn({rows, length}).cuda(), g = randn({rows, length}).cuda();
+    Tensor w = rand({length}).cuda(), b = randn({length}).cuda();
+    std::string shape = " (" + std::to_string(rows) + ", " + std::to_string(length) + ") float32";
+    time_norm("cuda " + name + shape, f, x, w, b, g, 4.0 * double(rows * length), repeats);
 }
 
 void bench_batch_norm(int repeats) {
@@ -65,21 +71,11 @@ void bench_batch_norm(int repeats) {
     Tensor w = rand({64}).cuda(), b = randn({64}).cuda();
     Tensor mean = zeros({64}, DType::float32, Device::cuda());
     Tensor var = ones({64}, DType::float32, Device::cuda());
-    double bytes = 4.0 * double(shape_numel(shape));
-    const char* name = "cuda batch_norm training (32, 64, 56, 56) float32";
-    double s = gpu_seconds([&] { batch_norm(x, mean, var, w, b, true); }, repeats);
-    report(std::string(name) + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
-    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
-    Tensor bl = b.detach().requires_grad_();
-    s = gpu_seconds(
-        [&] {
-            xl.set_grad(Tensor());
-            wl.set_grad(Tensor());
-            bl.set_grad(Tensor());
-            batch_norm(xl, mean, var, wl, bl, true).backward(g);
-        },
-        repeats);
-    report(std::string(name) + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+    NormFn f = [&](const Tensor& in, const Tensor& weight, const Tensor& bias) {
+        return batch_norm(in, mean, var, weight, bias, true);
+    };
+    time_norm("cuda batch_norm training (32, 64, 56, 56) float32", f, x, w, b, g,
+              4.0 * double(shape_numel(shape)), repeats);
 }
 
 }  // namespace
