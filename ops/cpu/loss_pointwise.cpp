@@ -27,21 +27,9 @@ struct CpuMath {
     static T exp_neg_abs(T z) {
         return vec::exp_nonpositive(T(-std::abs(z)));
     }
-    // log(1 + e) for e in [0, 1] as 2 atanh(s), s = e / (2 + e) <= 1/3: an odd series in s whose
-    // terms past s^15 are below float precision. Plain arithmetic, so loops vectorize, and
+    // log(1 + e) for e in [0, 1] as 2 atanh(s), s = e / (2 + e) <= 1/3: vectorizes, and is
     // accurate for tiny e too (unlike log(1 + e)). Double uses std::log1p.
-    static float log1p_unit(float e) {
-        float s = e / (2.0f + e), s2 = s * s;
-        float p = 1.0f / 15.0f;
-        p = p * s2 + 1.0f / 13.0f;
-        p = p * s2 + 1.0f / 11.0f;
-        p = p * s2 + 1.0f / 9.0f;
-        p = p * s2 + 1.0f / 7.0f;
-        p = p * s2 + 1.0f / 5.0f;
-        p = p * s2 + 1.0f / 3.0f;
-        p = p * s2 + 1.0f;
-        return 2.0f * s * p;
-    }
+    static float log1p_unit(float e) { return loss_math::two_atanh_series(e / (2.0f + e)); }
     static double log1p_unit(double e) { return std::log1p(e); }
 };
 
