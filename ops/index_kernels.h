@@ -25,20 +25,6 @@ decltype(auto) dispatch_index(DType dtype, F&& body) {
     return body.template operator()<int64_t>();
 }
 
-// A contiguous view seen as (outer, length, inner) blocks around `dim`: index_select and
-// index_add move whole inner rows.
-struct IndexBlocks {
-    int64_t outer = 1, length = 1, inner = 1;
-};
-
-inline IndexBlocks index_blocks(const StridedView& v, int dim) {
-    IndexBlocks b;
-    for (int d = 0; d < dim; ++d) b.outer *= v.shape[d];
-    b.length = v.ndim ? v.shape[dim] : 1;
-    for (int d = dim + 1; d < v.ndim; ++d) b.inner *= v.shape[d];
-    return b;
-}
-
 namespace cpu {
 
 // The first index outside [0, size) in `index` (any shape and strides), if any.

@@ -179,7 +179,7 @@ BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
 
 void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
                           int dim) {
-    IndexBlocks in = index_blocks(x, dim);
+    DimBlocks in = dim_blocks(x, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (in.outer * count * in.inner == 0) return;
     dispatch_bits(x.dtype, [&]<typename T>() {
@@ -203,7 +203,7 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
 
 void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
                        int dim, double alpha) {
-    IndexBlocks dst = index_blocks(out, dim);
+    DimBlocks dst = dim_blocks(out, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (dst.outer * count * dst.inner == 0) return;
     dispatch_numeric(out.dtype, "index_add", [&]<typename T>() {

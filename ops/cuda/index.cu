@@ -183,7 +183,7 @@ __global__ void scatter_add_kernel(StridedView out, StridedView index, StridedVi
 // 16-, 8-, 4-, 2- or 1-byte units, whichever divides it and both base addresses).
 template <typename U, typename I>
 __global__ void index_select_kernel(const U* x, const I* index, int64_t index_step, U* out,
-                                    IndexBlocks b, int64_t count, int64_t total) {
+                                    DimBlocks b, int64_t count, int64_t total) {
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
          t += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = t % b.inner, rest = t / b.inner;
@@ -196,7 +196,7 @@ __global__ void index_select_kernel(const U* x, const I* index, int64_t index_st
 // the CPU does.
 template <typename T, typename I>
 __global__ void index_add_kernel(T* out, const I* index, int64_t index_step, const T* source,
-                                 IndexBlocks b, int64_t count, int64_t total, T scale, bool unit) {
+                                 DimBlocks b, int64_t count, int64_t total, T scale, bool unit) {
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
          t += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = t % b.inner, rest = t / b.inner;
@@ -298,7 +298,7 @@ BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
 
 void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
                           int dim) {
-    IndexBlocks b = index_blocks(x, dim);
+    DimBlocks b = dim_blocks(x, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (b.outer * count * b.inner == 0) return;
     size_t row_bytes = size_t(b.inner) * itemsize(x.dtype);
@@ -316,7 +316,7 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
 
 void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
                        int dim, double alpha) {
-    IndexBlocks b = index_blocks(out, dim);
+    DimBlocks b = dim_blocks(out, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     int64_t total = b.outer * count * b.inner;
     if (total == 0) return;
