@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "core/strided.h"
 #include "ops/pool_kernels.h"
@@ -57,6 +58,55 @@ LUMEN_HOST_DEVICE inline int64_t pool_divisor(const PoolWindow& wd, const PoolWi
     if (divisor_override != 0) return divisor_override;
     if (count_include_pad) return wd.padded * wh.padded * ww.padded;
     return (wd.end - wd.begin) * (wh.end - wh.begin) * (ww.end - ww.begin);
+}
+
+// The max over the window (wd, wh, ww) of one input plane and its flat position in the plane.
+// The first maximum wins; a NaN replaces any maximum (PyTorch's `val > max || isnan(val)`); an
+// empty window gives -inf and the position of its first tap. Branch-free: maxima are random.
+template <typename T>
+struct PoolMax {
+    T value;
+    int64_t index;
+};
+
+template <typename T>
+LUMEN_HOST_DEVICE inline PoolMax<T> pool_window_max(const T* plane, const PoolGeometry& g,
+                                                    const PoolWindow& wd, const PoolWindow& wh,
+                                                    const PoolWindow& ww) {
+    const int64_t height = g.in[1], width = g.in[2];
+    T best = -std::numeric_limits<T>::infinity();
+    int64_t best_index = (wd.begin * height + wh.begin) * width + ww.begin;
+    for (int64_t d = wd.begin; d < wd.end; d += wd.step) {
+        for (int64_t h = wh.begin; h < wh.end; h += wh.step) {
+            int64_t row = (d * height + h) * width;
+            for (int64_t w = ww.begin; w < ww.end; w += ww.step) {
+                T v = plane[row + w];
+                bool take = (v > best) | (v != v);
+                best = take ? v : best;
+                best_index = take ? row + w : best_index;
+            }
+        }
+    }
+    return {best, best_index};
+}
+
+// The average pool of the window (wd, wh, ww) of one input plane: the sum in (d, h, w) order
+// over pool_divisor. An empty window (only possible in ceil mode) gives 0, as in PyTorch.
+template <typename T>
+LUMEN_HOST_DEVICE inline T pool_window_average(const T* plane, const PoolGeometry& g,
+                                               const PoolWindow& wd, const PoolWindow& wh,
+                                               const PoolWindow& ww, bool count_include_pad,
+                                               int64_t divisor_override) {
+    if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) return T(0);
+    const int64_t height = g.in[1], width = g.in[2];
+    T total = T(0);
+    for (int64_t d = wd.begin; d < wd.end; ++d) {
+        for (int64_t h = wh.begin; h < wh.end; ++h) {
+            const T* row = plane + (d * height + h) * width;
+            for (int64_t w = ww.begin; w < ww.end; ++w) total += row[w];
+        }
+    }
+    return total / T(pool_divisor(wd, wh, ww, count_include_pad, divisor_override));
 }
 
 // Elements in one (D, H, W) plane of the input and of the output.

@@ -64,34 +64,19 @@ void for_each_plane(const PoolGeometry& g, int64_t work_per_plane, const PlaneFn
 
 // ---- max ----
 
-// The first maximum wins; a NaN replaces any maximum (PyTorch's `val > max || isnan(val)`).
-// An empty window keeps -inf and the position of its first tap.
+// pool_window_max of every output (ops/pool_math.h).
 template <typename T>
 void max_forward_typed(const T* x, T* y, int64_t* indices, const PoolGeometry& g,
                        const Windows& windows) {
-    const int64_t height = g.in[1], width = g.in[2];
     for_each_output_row(g, window_work(windows), [&](int64_t p, int64_t od, int64_t oh) {
         const T* plane = x + p * pool_in_plane(g);
         int64_t o = ((p * g.out[0] + od) * g.out[1] + oh) * g.out[2];
         const PoolWindow& wd = windows[0][size_t(od)];
         const PoolWindow& wh = windows[1][size_t(oh)];
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const PoolWindow& ww = windows[2][size_t(ow)];
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t best_index = (wd.begin * height + wh.begin) * width + ww.begin;
-            for (int64_t d = wd.begin; d < wd.end; d += wd.step) {
-                for (int64_t h = wh.begin; h < wh.end; h += wh.step) {
-                    int64_t row = (d * height + h) * width;
-                    for (int64_t w = ww.begin; w < ww.end; w += ww.step) {
-                        T v = plane[row + w];
-                        bool take = (v > best) | (v != v);  // branch-free: maxima are random
-                        best = take ? v : best;
-                        best_index = take ? row + w : best_index;
-                    }
-                }
-            }
-            y[o + ow] = best;
-            indices[o + ow] = best_index;
+            PoolMax<T> best = pool_window_max(plane, g, wd, wh, windows[2][size_t(ow)]);
+            y[o + ow] = best.value;
+            indices[o + ow] = best.index;
         }
     });
 }
@@ -106,31 +91,18 @@ void max_forward(const StridedView& x, const StridedView& y, const StridedView& 
 
 // ---- average ----
 
-// An empty window (only possible in ceil mode) gives 0, as in PyTorch.
+// pool_window_average of every output (ops/pool_math.h).
 template <typename T>
 void avg_forward_typed(const T* x, T* y, const PoolGeometry& g, const Windows& windows,
                        bool count_include_pad, int64_t divisor_override) {
-    const int64_t height = g.in[1], width = g.in[2];
     for_each_output_row(g, window_work(windows), [&](int64_t p, int64_t od, int64_t oh) {
         const T* plane = x + p * pool_in_plane(g);
         int64_t o = ((p * g.out[0] + od) * g.out[1] + oh) * g.out[2];
         const PoolWindow& wd = windows[0][size_t(od)];
         const PoolWindow& wh = windows[1][size_t(oh)];
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const PoolWindow& ww = windows[2][size_t(ow)];
-            if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) {
-                y[o + ow] = T(0);
-                continue;
-            }
-            T total = 0;
-            for (int64_t d = wd.begin; d < wd.end; ++d) {
-                for (int64_t h = wh.begin; h < wh.end; ++h) {
-                    const T* row = plane + (d * height + h) * width;
-                    for (int64_t w = ww.begin; w < ww.end; ++w) total += row[w];
-                }
-            }
-            y[o + ow] = total / T(pool_divisor(wd, wh, ww, count_include_pad, divisor_override));
-        }
+        for (int64_t ow = 0; ow < g.out[2]; ++ow)
+            y[o + ow] = pool_window_average(plane, g, wd, wh, windows[2][size_t(ow)],
+                                            count_include_pad, divisor_override);
     });
 }
 

@@ -92,33 +92,17 @@ __device__ __forceinline__ Covering covering_of(int64_t i, PoolWindowKind kind,
     return c;
 }
 
-// The first maximum wins; a NaN replaces any maximum (PyTorch's `val > max || isnan(val)`).
-// An empty window keeps -inf and the position of its first tap, as on the CPU.
+// pool_window_max of every output (ops/pool_math.h): the CPU's NaN and tie rules.
 template <typename T>
 __global__ void max_forward_kernel(const T* x, T* y, int64_t* indices, PoolGeometry g,
                                    PoolWindowKind kind, int64_t count) {
-    const int64_t height = g.in[1], width = g.in[2];
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         const OutputWindows at = output_windows(i, kind, g);
-        const PoolWindow &wd = at.d, &wh = at.h, &ww = at.w;
         const T* plane = x + at.o.plane * pool_in_plane(g);
-        T best = T(-INFINITY);
-        int64_t best_index = (wd.begin * height + wh.begin) * width + ww.begin;
-        for (int64_t d = wd.begin; d < wd.end; d += wd.step) {
-            for (int64_t h = wh.begin; h < wh.end; h += wh.step) {
-                int64_t row = (d * height + h) * width;
-                for (int64_t w = ww.begin; w < ww.end; w += ww.step) {
-                    T v = plane[row + w];
-                    if (v > best || v != v) {
-                        best = v;
-                        best_index = row + w;
-                    }
-                }
-            }
-        }
-        y[i] = best;
-        indices[i] = best_index;
+        const PoolMax<T> best = pool_window_max(plane, g, at.d, at.h, at.w);
+        y[i] = best.value;
+        indices[i] = best.index;
     }
 }
 
@@ -146,29 +130,16 @@ __global__ void max_backward_kernel(const T* grad_out, const int64_t* indices, T
     }
 }
 
-// An empty window (only possible in ceil mode) gives 0, as in PyTorch.
+// pool_window_average of every output (ops/pool_math.h), summed in the CPU's order.
 template <typename T>
 __global__ void avg_forward_kernel(const T* x, T* y, PoolGeometry g, PoolWindowKind kind,
                                    bool count_include_pad, int64_t divisor_override,
                                    int64_t count) {
-    const int64_t height = g.in[1], width = g.in[2];
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         const OutputWindows at = output_windows(i, kind, g);
-        const PoolWindow &wd = at.d, &wh = at.h, &ww = at.w;
-        if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) {
-            y[i] = T(0);
-            continue;
-        }
         const T* plane = x + at.o.plane * pool_in_plane(g);
-        T total = T(0);
-        for (int64_t d = wd.begin; d < wd.end; ++d) {
-            for (int64_t h = wh.begin; h < wh.end; ++h) {
-                const T* row = plane + (d * height + h) * width;
-                for (int64_t w = ww.begin; w < ww.end; ++w) total += row[w];
-            }
-        }
-        y[i] = total / T(pool_divisor(wd, wh, ww, count_include_pad, divisor_override));
+        y[i] = pool_window_average(plane, g, at.d, at.h, at.w, count_include_pad, divisor_override);
     }
 }
 
