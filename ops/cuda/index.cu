@@ -57,6 +57,15 @@ __device__ __forceinline__ bool out_of_range(int64_t k, int64_t size) {
     return uint64_t(k) >= uint64_t(size);  // negatives wrap to huge values
 }
 
+// k when it lies in [0, size); otherwise records index position i in *first_bad (the lowest
+// wins) and returns -1, and the caller skips the element.
+__device__ __forceinline__ int64_t checked_pick(int64_t k, int64_t size, int64_t i,
+                                                unsigned long long* first_bad) {
+    if (!out_of_range(k, size)) return k;
+    atomicMin(first_bad, (unsigned long long)i);
+    return -1;
+}
+
 // ---- atomics ----
 
 __device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
@@ -148,12 +157,8 @@ __global__ void gather_kernel(StridedView x, StridedView index, StridedView out,
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         Offsets at = offsets_of(i, index, out, x, dim);
-        int64_t k = picks[at.index];
-        if (out_of_range(k, size)) {
-            atomicMin(first_bad, (unsigned long long)i);
-            continue;
-        }
-        to[at.full] = from[at.base + k * step];
+        int64_t k = checked_pick(picks[at.index], size, i, first_bad);
+        if (k >= 0) to[at.full] = from[at.base + k * step];
     }
 }
 
@@ -168,12 +173,8 @@ __global__ void scatter_add_kernel(StridedView out, StridedView index, StridedVi
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         Offsets at = offsets_of(i, index, src, out, dim);
-        int64_t k = picks[at.index];
-        if (out_of_range(k, size)) {
-            atomicMin(first_bad, (unsigned long long)i);
-            continue;
-        }
-        atomic_add(to + at.base + k * step, from[at.full]);
+        int64_t k = checked_pick(picks[at.index], size, i, first_bad);
+        if (k >= 0) atomic_add(to + at.base + k * step, from[at.full]);
     }
 }
 
