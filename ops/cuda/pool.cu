@@ -4,7 +4,6 @@
 // element gathers the outputs whose windows cover it, in increasing output order, which is the
 // order in which the CPU's scatter adds them, so no atomics are needed and the result is
 // deterministic.
-#include <cmath>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
