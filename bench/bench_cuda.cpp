@@ -10,27 +10,9 @@
 using namespace lumen;
 using namespace lumen::bench;
 
-namespace {
-
-// Median seconds of a GPU workload: each repeat is synchronized.
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda: no CUDA device (built with CUDA: %s)\n", cuda_built() ? "yes" : "no");
-        return 0;
-    }
-    std::printf("# lumen bench_cuda, median of %d repeats\n", options.repeats);
+    if (!start_cuda_bench("bench_cuda", options)) return 0;
     const int64_t n = int64_t(1) << 26;
     Tensor a = rand({n}, DType::float32).cuda(), b = rand({n}, DType::float32).cuda();
     Tensor out = empty({n}, DType::float32, Device::cuda());
@@ -49,8 +31,6 @@ int main(int argc, char** argv) {
         options.repeats);
     // forward reads x, writes y; backward reads x and dy, writes dx
     report("cuda gelu 64M float32 fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
-    cuda::MemoryStats stats = cuda::memory_stats(0);
-    std::printf("# allocator: %zu bytes allocated, %zu reserved, peak %zu, %lld cudaMalloc calls\n",
-                stats.allocated, stats.reserved, stats.peak_reserved, (long long)stats.segments);
+    print_cuda_memory_stats();
     return 0;
 }

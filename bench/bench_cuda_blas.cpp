@@ -4,7 +4,6 @@
 // attention-like GEMM, bf16 GEMM 4096^3, conv2d 3x3 64->64 and depthwise 3x3 on 56x56, forward
 // and forward + backward. Each result is checked against the CPU first. Exits without a GPU.
 // Usage: bench_cuda_blas [--repeats R]
-#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -16,26 +15,11 @@ using namespace lumen::bench;
 
 namespace {
 
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
 // The largest |got - want| relative to the largest |want|, printed as a comment line.
 void check(const std::string& name, const Tensor& got, const Tensor& want) {
-    std::vector<double> g = got.to(DType::float64).cpu().to_vector<double>();
-    std::vector<double> w = want.to(DType::float64).cpu().to_vector<double>();
-    double error = 0, scale = 0;
-    for (size_t i = 0; i < w.size(); ++i) {
-        error = std::max(error, std::abs(g[i] - w[i]));
-        scale = std::max(scale, std::abs(w[i]));
-    }
+    Difference d = difference(got, want);
     std::printf("# check %s: max error %.3g relative to max |value| %.3g\n", name.c_str(),
-                scale > 0 ? error / scale : error, scale);
+                d.scale > 0 ? d.error / d.scale : d.error, d.scale);
 }
 
 // a @ b for a (4096, 4096) and b (4096, 4096) in `dtype`; TF32 per `tf32`.
@@ -102,13 +86,8 @@ void bench_conv(const std::string& name, const Shape& x_shape, const Shape& w_sh
 
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda_blas: no CUDA device (built with CUDA: %s)\n",
-                    cuda_built() ? "yes" : "no");
-        return 0;
-    }
+    if (!start_cuda_bench("bench_cuda_blas", options)) return 0;
     int repeats = options.repeats;
-    std::printf("# lumen bench_cuda_blas, median of %d repeats\n", repeats);
     bench_gemm("cuda sgemm 4096 float32", DType::float32, false, repeats);
     bench_gemm("cuda sgemm 4096 tf32", DType::float32, true, repeats);
     bench_batched(repeats);
@@ -121,8 +100,6 @@ int main(int argc, char** argv) {
     double planes = 4.0 * 32 * 256 * 56 * 56;
     bench_conv("cuda depthwise 3x3 c256 56x56 n32 float32", {32, 256, 56, 56}, {256, 1, 3, 3}, 256,
                0, 2 * planes, repeats);
-    cuda::MemoryStats stats = cuda::memory_stats(0);
-    std::printf("# allocator: %zu bytes allocated, %zu reserved, peak %zu, %lld cudaMalloc calls\n",
-                stats.allocated, stats.reserved, stats.peak_reserved, (long long)stats.segments);
+    print_cuda_memory_stats();
     return 0;
 }

@@ -19,22 +19,12 @@ using namespace lumen::bench;
 
 namespace {
 
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
 // y = f(x, w, b) for the layer workloads.
 using NormFn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
 
 // Largest |cuda - cpu| of the output and the input gradient on a small problem.
 double max_error(const NormFn& f, const Shape& shape, int64_t params) {
     Tensor x = randn(shape), w = rand({params}), b = randn({params}), g = randn(shape);
-    double worst = 0;
     Tensor grads[2];
     Tensor outs[2];
     for (int d = 0; d < 2; ++d) {
@@ -42,25 +32,18 @@ double max_error(const NormFn& f, const Shape& shape, int64_t params) {
         Tensor xl = x.to(device).detach().requires_grad_();
         outs[d] = f(xl, w.to(device), b.to(device));
         outs[d].backward(g.to(device));
-        grads[d] = xl.grad().cpu();
-        outs[d] = outs[d].detach().cpu();
+        grads[d] = xl.grad();
+        outs[d] = outs[d].detach();
     }
-    for (int k = 0; k < 2; ++k) {
-        std::vector<double> a = (k == 0 ? outs[0] : grads[0]).to_vector<double>();
-        std::vector<double> c = (k == 0 ? outs[1] : grads[1]).to_vector<double>();
-        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - c[i]));
-    }
-    return worst;
+    return std::max(difference(outs[1], outs[0]).error, difference(grads[1], grads[0]).error);
 }
 
-void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
-                int repeats) {
-    Tensor x = randn({rows, length}).cuda(), g = randn({rows, length}).cuda();
-    Tensor w = rand({length}).cuda(), b = randn({length}).cuda();
-    double bytes = 4.0 * double(rows * length);
-    std::string shape = " (" + std::to_string(rows) + ", " + std::to_string(length) + ") float32";
+// Forward, then forward + backward (gradients of x, w and b) of y = f(x, w, b) on the GPU;
+// GB/s over `bytes` per pass of x: 2 passes forward, 5 with the backward.
+void time_norm(const std::string& name, const NormFn& f, const Tensor& x, const Tensor& w,
+               const Tensor& b, const Tensor& g, double bytes, int repeats) {
     double s = gpu_seconds([&] { f(x, w, b); }, repeats);
-    report("cuda " + name + shape + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
+    report(name + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
     Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
     Tensor bl = b.detach().requires_grad_();
     s = gpu_seconds(
@@ -71,7 +54,15 @@ void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t 
             f(xl, wl, bl).backward(g);
         },
         repeats);
-    report("cuda " + name + shape + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+    report(name + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+}
+
+void bench_rows(const std::string& name, const NormFn& f, int64_t rows, int64_t length,
+                int repeats) {
+    Tensor x = randn({rows, length}).cuda(), g = randn({rows, length}).cuda();
+    Tensor w = rand({length}).cuda(), b = randn({length}).cuda();
+    std::string shape = " (" + std::to_string(rows) + ", " + std::to_string(length) + ") float32";
+    time_norm("cuda " + name + shape, f, x, w, b, g, 4.0 * double(rows * length), repeats);
 }
 
 void bench_batch_norm(int repeats) {
@@ -80,33 +71,18 @@ void bench_batch_norm(int repeats) {
     Tensor w = rand({64}).cuda(), b = randn({64}).cuda();
     Tensor mean = zeros({64}, DType::float32, Device::cuda());
     Tensor var = ones({64}, DType::float32, Device::cuda());
-    double bytes = 4.0 * double(shape_numel(shape));
-    const char* name = "cuda batch_norm training (32, 64, 56, 56) float32";
-    double s = gpu_seconds([&] { batch_norm(x, mean, var, w, b, true); }, repeats);
-    report(std::string(name) + " fwd", "GB/s", 2 * bytes / s / 1e9, s);
-    Tensor xl = x.detach().requires_grad_(), wl = w.detach().requires_grad_();
-    Tensor bl = b.detach().requires_grad_();
-    s = gpu_seconds(
-        [&] {
-            xl.set_grad(Tensor());
-            wl.set_grad(Tensor());
-            bl.set_grad(Tensor());
-            batch_norm(xl, mean, var, wl, bl, true).backward(g);
-        },
-        repeats);
-    report(std::string(name) + " fwd+bwd", "GB/s", 5 * bytes / s / 1e9, s);
+    NormFn f = [&](const Tensor& in, const Tensor& weight, const Tensor& bias) {
+        return batch_norm(in, mean, var, weight, bias, true);
+    };
+    time_norm("cuda batch_norm training (32, 64, 56, 56) float32", f, x, w, b, g,
+              4.0 * double(shape_numel(shape)), repeats);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda_norm: no CUDA device (built with CUDA: %s)\n",
-                    cuda_built() ? "yes" : "no");
-        return 0;
-    }
-    std::printf("# lumen bench_cuda_norm, median of %d repeats\n", options.repeats);
+    if (!start_cuda_bench("bench_cuda_norm", options)) return 0;
     NormFn layer = [](const Tensor& x, const Tensor& w, const Tensor& b) {
         return layer_norm(x, {x.size(-1)}, w, b);
     };

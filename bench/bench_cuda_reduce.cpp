@@ -14,21 +14,8 @@ using namespace lumen::bench;
 
 namespace {
 
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
-// Largest |a - b| relative to max(1, |b|), with a from the GPU.
-double max_error(const Tensor& got, const Tensor& want) {
-    Tensor diff = abs(sub(got.cpu().to(DType::float64), want.to(DType::float64)));
-    Tensor scale = maximum(abs(want.to(DType::float64)), ones({}, DType::float64));
-    return amax(div(diff, scale)).item<double>();
-}
+// Largest |got - want| relative to max(1, max |want|), with got from the GPU.
+double max_error(const Tensor& got, const Tensor& want) { return difference(got, want).relative(); }
 
 void bench_softmax(int64_t rows, int64_t length, int repeats) {
     Tensor host = mul(rand({rows, length}, DType::float32), 8.0);
@@ -70,12 +57,7 @@ void bench_sums(int repeats) {
 
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda_reduce: no CUDA device (built with CUDA: %s)\n",
-                    cuda_built() ? "yes" : "no");
-        return 0;
-    }
-    std::printf("# lumen bench_cuda_reduce, median of %d repeats\n", options.repeats);
+    if (!start_cuda_bench("bench_cuda_reduce", options)) return 0;
     bench_softmax(4096, 1024, options.repeats);
     bench_softmax(64 * 1024, 256, options.repeats);
     bench_sums(options.repeats);

@@ -3,7 +3,6 @@
 // bilinear 2x upsampling (align_corners=False) of a decoder map, forward and forward + backward,
 // float32. Each result is first checked against the CPU kernels. Exits with a message without
 // a GPU. Usage: bench_cuda_spatial [--repeats R]
-#include <cmath>
 #include <cstdio>
 
 #include "bench/bench_util.h"
@@ -13,25 +12,6 @@ using namespace lumen;
 using namespace lumen::bench;
 
 namespace {
-
-double gpu_seconds(const std::function<void()>& body, int repeats) {
-    return median_seconds(
-        [&] {
-            body();
-            cuda_synchronize();
-        },
-        3, repeats);
-}
-
-// The largest |cuda - cpu| of two same-shape float32 tensors.
-double max_difference(const Tensor& cuda_result, const Tensor& cpu_result) {
-    std::vector<float> got = cuda_result.cpu().to_vector<float>();
-    std::vector<float> want = cpu_result.to_vector<float>();
-    double worst = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-        worst = std::max(worst, double(std::fabs(got[i] - want[i])));
-    return worst;
-}
 
 using Op = std::function<Tensor(const Tensor&)>;
 
@@ -47,8 +27,8 @@ void bench_op(const char* name, const Op& f, const Tensor& host, double bytes_fo
     Tensor g = gc.cuda();
     Tensor y = f(x);
     y.backward(g);
-    std::printf("# %s: max |cuda - cpu| output %.3g, gradient %.3g\n", name, max_difference(y, yc),
-                max_difference(x.grad(), xc.grad()));
+    std::printf("# %s: max |cuda - cpu| output %.3g, gradient %.3g\n", name,
+                difference(y, yc).error, difference(x.grad(), xc.grad()).error);
     double s = gpu_seconds(
         [&] {
             NoGradGuard no_grad;
@@ -69,12 +49,7 @@ void bench_op(const char* name, const Op& f, const Tensor& host, double bytes_fo
 
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
-    if (!cuda_available()) {
-        std::printf("# bench_cuda_spatial: no CUDA device (built with CUDA: %s)\n",
-                    cuda_built() ? "yes" : "no");
-        return 0;
-    }
-    std::printf("# lumen bench_cuda_spatial, median of %d repeats\n", options.repeats);
+    if (!start_cuda_bench("bench_cuda_spatial", options)) return 0;
     // (64, 64, 112, 112) -> (64, 64, 56, 56): reads x, writes y and int64 indices; the backward
     // reads grad_out and the indices and writes grad_x.
     Tensor stem = rand({64, 64, 112, 112}, DType::float32);

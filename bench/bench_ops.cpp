@@ -16,25 +16,14 @@ using namespace lumen::bench;
 
 namespace {
 
-// A body that clears the inputs' gradients, runs the forward and back-propagates `grad`.
-std::function<void()> fwd_bwd(std::function<Tensor()> forward, std::vector<Tensor> inputs) {
-    auto grad = std::make_shared<Tensor>();
-    return [forward = std::move(forward), inputs = std::move(inputs), grad] {
-        for (const Tensor& input : inputs) input.set_grad(Tensor());
-        Tensor y = forward();
-        if (!grad->defined()) *grad = randn_like(y);
-        y.backward(*grad);
-    };
-}
-
 Tensor leaf(Tensor t) { return t.requires_grad_(); }
 
 void bench_conv(int repeats) {
     Generator generator(0);
     Tensor x = leaf(randn({8, 64, 56, 56}, DType::float32, &generator));
     Tensor w = leaf(randn({64, 64, 3, 3}, DType::float32, &generator));
-    double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}),
-                              2, repeats);
+    double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}), 2,
+                              repeats);
     report("conv2d 3x3 N=8 64->64 56x56 fwd+bwd", "GFLOP/s",
            3.0 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s);
     Tensor xd = leaf(randn({8, 256, 56, 56}, DType::float32, &generator));
@@ -81,8 +70,9 @@ void bench_long(int repeats) {
         Tensor Cm = leaf(randn({1, state, length}, DType::float32, &generator));
         Tensor D = leaf(randn({channels}, DType::float32, &generator));
         double s = median_seconds(
-            fwd_bwd([=] { return selective_scan(u, delta, A, Bm, Cm, D, Tensor(), Tensor(), true); },
-                    {u, delta, A, Bm, Cm, D}),
+            fwd_bwd(
+                [=] { return selective_scan(u, delta, A, Bm, Cm, D, Tensor(), Tensor(), true); },
+                {u, delta, A, Bm, Cm, D}),
             1, repeats);
         report("selective_scan B=1 D=64 N=16 L=" + std::to_string(length) + " fwd+bwd", "ktok/s",
                double(length) / s / 1e3, s);

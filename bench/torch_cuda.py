@@ -3,24 +3,13 @@
 device-to-device copy, out-of-place add and GELU forward + backward on 64M float32 elements.
 Usage: torch_cuda.py [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import gpu_seconds, parse_args, report, start_cuda_bench
 
 ARGS = parse_args(__doc__)
-import torch  # noqa: E402
-
-
-def gpu_seconds(body, repeats):
-    def synced():
-        body()
-        torch.cuda.synchronize()
-    return median_seconds(synced, 3, repeats)
+torch = start_cuda_bench("torch_cuda", ARGS)
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("# torch_cuda: no CUDA device")
-        return
-    print(f"# torch {torch.__version__} torch_cuda, median of {ARGS.repeats} repeats", flush=True)
     n = 1 << 26
     a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
     out = torch.empty(n, device="cuda")

@@ -5,21 +5,10 @@ bf16 GEMM 4096^3, conv2d 3x3 64->64 and depthwise 3x3 on 56x56 (cuDNN with allow
 lumen's convolutions are full FP32), forward and forward + backward.
 Usage: torch_cuda_blas.py [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import gpu_seconds, parse_args, report, start_cuda_bench
 
 ARGS = parse_args(__doc__)
-try:
-    import torch  # noqa: E402
-except ImportError:
-    print("# torch_cuda_blas: PyTorch is not installed")
-    raise SystemExit(0)
-
-
-def gpu_seconds(body, repeats):
-    def synced():
-        body()
-        torch.cuda.synchronize()
-    return median_seconds(synced, 3, repeats)
+torch = start_cuda_bench("torch_cuda_blas", ARGS)
 
 
 def bench_gemm(name, dtype, tf32):
@@ -66,11 +55,6 @@ def bench_conv(name, x_shape, w_shape, groups, flops, nbytes):
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("# torch_cuda_blas: no CUDA device")
-        return
-    print(f"# torch {torch.__version__} torch_cuda_blas, median of {ARGS.repeats} repeats",
-          flush=True)
     torch.backends.cudnn.allow_tf32 = False  # lumen's convolutions are full FP32
     torch.backends.cudnn.benchmark = True
     bench_gemm("cuda sgemm 4096 float32", torch.float32, False)

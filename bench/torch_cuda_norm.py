@@ -5,21 +5,11 @@ forward + backward (input, weight, bias gradients), and batch_norm in training o
 (32, 64, 56, 56). GB/s counts the same ideal traffic (2 passes forward, 5 with the backward).
 Usage: torch_cuda_norm.py [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import gpu_seconds, parse_args, report, start_cuda_bench
 
 ARGS = parse_args(__doc__)
-try:
-    import torch  # noqa: E402
-    import torch.nn.functional as F  # noqa: E402
-except ImportError:
-    torch = None
-
-
-def gpu_seconds(body, repeats):
-    def synced():
-        body()
-        torch.cuda.synchronize()
-    return median_seconds(synced, 3, repeats)
+torch = start_cuda_bench("torch_cuda_norm", ARGS)
+import torch.nn.functional as F  # noqa: E402
 
 
 def bench_rows(name, f, rows, length):
@@ -64,15 +54,6 @@ def bench_batch_norm():
 
 
 def main():
-    if torch is None:
-        print("# torch_cuda_norm: PyTorch is not installed")
-        return
-    if not torch.cuda.is_available():
-        print("# torch_cuda_norm: no CUDA device")
-        return
-    print(f"# torch {torch.__version__} torch_cuda_norm, median of {ARGS.repeats} repeats",
-          flush=True)
-
     def layer(x, w, b):
         return F.layer_norm(x, (x.shape[-1],), w, b)
 

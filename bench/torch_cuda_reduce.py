@@ -4,20 +4,10 @@ format: softmax along the last dim of 4096 x 1024 and 65536 x 256 float32 (forwa
 backward) and sums of a 64M float32 tensor over the last dim, a leading dim and everything.
 Usage: torch_cuda_reduce.py [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import gpu_seconds, parse_args, report, start_cuda_bench
 
 ARGS = parse_args(__doc__)
-try:
-    import torch  # noqa: E402
-except ImportError:  # no PyTorch here: say so and exit 0, like a machine without a GPU
-    torch = None
-
-
-def gpu_seconds(body, repeats):
-    def synced():
-        body()
-        torch.cuda.synchronize()
-    return median_seconds(synced, 3, repeats)
+torch = start_cuda_bench("torch_cuda_reduce", ARGS)
 
 
 def bench_softmax(rows, length):
@@ -48,12 +38,6 @@ def bench_sums():
 
 
 def main():
-    if torch is None or not torch.cuda.is_available():
-        print("# torch_cuda_reduce: " + ("PyTorch is not installed" if torch is None
-                                         else "no CUDA device"))
-        return
-    print(f"# torch {torch.__version__} torch_cuda_reduce, median of {ARGS.repeats} repeats",
-          flush=True)
     bench_softmax(4096, 1024)
     bench_softmax(64 * 1024, 256)
     bench_sums()

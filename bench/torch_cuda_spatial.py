@@ -4,18 +4,11 @@ format: max_pool2d 3x3 / 2 with padding 1 on (64, 64, 112, 112) and bilinear 2x 
 (align_corners=False) of (32, 64, 64, 64), forward and forward + backward, float32.
 Usage: torch_cuda_spatial.py [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import gpu_seconds, parse_args, report, start_cuda_bench
 
 ARGS = parse_args(__doc__)
-import torch  # noqa: E402
+torch = start_cuda_bench("torch_cuda_spatial", ARGS)
 import torch.nn.functional as F  # noqa: E402
-
-
-def gpu_seconds(body, repeats):
-    def synced():
-        body()
-        torch.cuda.synchronize()
-    return median_seconds(synced, 3, repeats)
 
 
 def bench_op(name, f, shape, bytes_forward, bytes_both):
@@ -36,11 +29,6 @@ def bench_op(name, f, shape, bytes_forward, bytes_both):
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("# torch_cuda_spatial: no CUDA device")
-        return
-    print(f"# torch {torch.__version__} torch_cuda_spatial, median of {ARGS.repeats} repeats",
-          flush=True)
     n = 64 * 64 * 112 * 112
     m = n / 4
     bench_op("max_pool2d 3x3/2 (64, 64, 112, 112)", lambda t: F.max_pool2d(t, 3, 2, 1),

@@ -6,7 +6,8 @@ selective scan (a sequential reference: PyTorch has no fused CPU kernel) and the
 long convolution for L = 1k..16k tokens.
 Usage: torch_ops.py [--threads N] [--repeats R]
 """
-from torch_util import median_seconds, parse_args, report
+from torch_util import (causal_fft_conv, fwd_bwd, median_seconds, parse_args, report,
+                        selective_scan)
 
 ARGS = parse_args(__doc__)
 import torch  # noqa: E402
@@ -14,20 +15,6 @@ import torch.nn.functional as F  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
 SCAN_LENGTHS = (1024, 2048, 4096, 8192, 16384)
-
-
-def fwd_bwd(make_output, inputs):
-    """A body that runs the forward, then backward with a fixed upstream gradient."""
-    grad = []
-
-    def body():
-        for t in inputs:
-            t.grad = None
-        y = make_output()
-        if not grad:
-            grad.append(torch.randn_like(y))
-        y.backward(grad[0])
-    return body
 
 
 def bench_conv(repeats):
@@ -57,24 +44,6 @@ def bench_rowwise(repeats):
     for name, make, inputs in cases:
         s = median_seconds(fwd_bwd(make, inputs), 2, repeats)
         report(f"{name} (64, 1024, 256) fwd+bwd", "GB/s", traffic / s / 1e9, s)
-
-
-def selective_scan(u, delta, A, Bm, Cm, D):
-    """The sequential reference of shared/oracle/ref_context.py (delta_softplus=True)."""
-    delta = F.softplus(delta)
-    h = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
-    ys = []
-    for t in range(u.shape[2]):
-        dt = delta[:, :, t, None]
-        h = torch.exp(dt * A) * h + dt * Bm[:, None, :, t] * u[:, :, t, None]
-        ys.append((h * Cm[:, None, :, t]).sum(-1))
-    return torch.stack(ys, dim=-1) + u * D[:, None]
-
-
-def causal_fft_conv(u, k, D):
-    n = 2 * u.shape[-1]
-    y = torch.fft.irfft(torch.fft.rfft(u, n=n) * torch.fft.rfft(k, n=n), n=n)[..., :u.shape[-1]]
-    return y + u * D[:, None]
 
 
 def bench_long(repeats):

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define LUMEN_HOST_DEVICE __host__ __device__
@@ -42,6 +43,23 @@ LUMEN_HOST_DEVICE inline float uniform_float(uint32_t bits) {
 LUMEN_HOST_DEVICE inline double uniform_double(uint32_t high, uint32_t low) {
     uint64_t bits = (uint64_t(high) << 21) ^ (uint64_t(low) >> 11);
     return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+// Uniforms per Philox block in precision U (float or double): a float per 32-bit word, a
+// double per two words.
+template <typename U>
+inline constexpr int kUniformsPerBlock = std::is_same_v<U, float> ? 4 : 2;
+
+// The uniform of element e of consecutive Philox words (block j's 4 words from 4 j on): a
+// float from word e, a double from words 2 e and 2 e + 1. Every random op of both backends
+// maps elements to words this way.
+template <typename U>
+LUMEN_HOST_DEVICE inline U uniform_at(const uint32_t* words, int64_t e) {
+    if constexpr (std::is_same_v<U, float>) {
+        return uniform_float(words[e]);
+    } else {
+        return uniform_double(words[2 * e], words[2 * e + 1]);
+    }
 }
 
 }  // namespace lumen

@@ -30,6 +30,22 @@ struct StridedView {
     }
 };
 
+// A shape seen as (outer, length, inner) around `dim`: the product of the sizes before dim,
+// the size of dim and the product of those after it (all 1 for a 0-d view). Kernels that work
+// along one dim of contiguous data find element (o, l, i) at (o * length + l) * inner + i.
+struct DimBlocks {
+    int64_t outer = 1, length = 1, inner = 1;
+};
+
+inline DimBlocks dim_blocks(const StridedView& v, int dim) {
+    DimBlocks b;
+    if (v.ndim == 0) return b;
+    for (int d = 0; d < dim; ++d) b.outer *= v.shape[d];
+    b.length = v.shape[dim];
+    for (int d = dim + 1; d < v.ndim; ++d) b.inner *= v.shape[d];
+    return b;
+}
+
 // The view of t; throws [op] if t has more than kMaxDims dims.
 StridedView strided(const Tensor& t, const char* op = "kernel");
 

@@ -26,6 +26,14 @@ struct ConvShape {
     int64_t outer = 0, channels = 0, length = 0;
 };
 
+// The FFT length of fftconv on both backends: a power of two >= 2 length - 1. Any length that
+// large gives the causal result without wrap-around; powers of two are fastest.
+inline int64_t conv_fft_length(int64_t length) {
+    int64_t n = 4;
+    while (n < 2 * length - 1) n *= 2;
+    return n;
+}
+
 namespace cpu {
 // out (rows, n/2 + 1, 2) = scale * rfft(x (rows, length) cut/padded to n).
 void rfft_forward(const FftRows& shape, const void* x, void* out);

@@ -17,6 +17,14 @@ struct BadIndex {
     int64_t value = 0;
 };
 
+// Calls body.template operator()<I>() with I the index dtype: int32_t or int64_t (the op has
+// checked it). Host code of both backends.
+template <typename F>
+decltype(auto) dispatch_index(DType dtype, F&& body) {
+    if (dtype == DType::int32) return body.template operator()<int32_t>();
+    return body.template operator()<int64_t>();
+}
+
 namespace cpu {
 
 // The first index outside [0, size) in `index` (any shape and strides), if any.

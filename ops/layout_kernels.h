@@ -6,10 +6,23 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/strided.h"
 
 namespace lumen {
+
+// cumsum's accumulation and output types for input T: float32 and float64 add in double and
+// keep their dtype (as PyTorch's CPU cumsum); integers and bool give int64; float16 and
+// bfloat16 (CUDA only) add in float and keep their dtype.
+template <typename T>
+struct CumsumTypes {
+    static constexpr bool kHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+    static constexpr bool kFloat = kHalf || std::is_floating_point_v<T>;
+    using acc = std::conditional_t<kHalf, float, std::conditional_t<kFloat, double, int64_t>>;
+    using out = std::conditional_t<kFloat, T, int64_t>;
+};
+
 namespace cpu {
 
 // out = x with the dims whose bit is set in `flipped` reversed. x any strides, out contiguous

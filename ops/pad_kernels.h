@@ -27,6 +27,34 @@ struct PadGeometry {
     double value = 0.0;
 };
 
+// The input index that output o copies along one dim (before, in: that dim's), or -1 for the
+// constant. Used by both backends.
+LUMEN_HOST_DEVICE inline int64_t pad_source_index(int64_t o, int64_t before, int64_t in,
+                                                  PadMode mode) {
+    int64_t p = o - before;
+    if (p >= 0 && p < in) return p;
+    switch (mode) {
+        case PadMode::constant: return -1;
+        case PadMode::reflect: return p < 0 ? -p : 2 * (in - 1) - p;
+        case PadMode::replicate: return p < 0 ? 0 : in - 1;
+        case PadMode::circular: return ((p % in) + in) % in;
+    }
+    return -1;
+}
+
+// The constant-mode backward as a forward pad: output o was input o - before, so input i is
+// output i + before, and grad_x is grad_out padded by -before / -after with zeros.
+inline PadGeometry constant_pad_inverse(const PadGeometry& geometry) {
+    PadGeometry inverse = geometry;
+    inverse.value = 0.0;
+    for (int j = 0; j < geometry.dims; ++j) {
+        inverse.in[j] = geometry.out[j];
+        inverse.out[j] = geometry.in[j];
+        inverse.before[j] = -geometry.before[j];
+    }
+    return inverse;
+}
+
 namespace cpu {
 
 // y = pad(x), any numeric or bool dtype, y of x's dtype.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -74,28 +73,11 @@ void philox_lanes(uint64_t key, uint64_t first, uint32_t words[4 * kLanes]) {
 #endif
 }
 
-// Elements per Philox block: one 24-bit uniform per word (float), one 53-bit uniform per two
-// words (double), as bernoulli draws them.
-template <typename T>
-constexpr int64_t per_block() {
-    return std::is_same_v<T, float> ? 4 : 2;
-}
-
-// The uniform of element e of a philox_lanes batch.
-template <typename T>
-T uniform_at(const uint32_t* words, int64_t e) {
-    if constexpr (std::is_same_v<T, float>) {
-        return uniform_float(words[e]);
-    } else {
-        return uniform_double(words[2 * e], words[2 * e + 1]);
-    }
-}
-
 template <typename T>
 void forward_typed(uint64_t seed, uint64_t offset, T keep_prob, T scale, const T* x, T* out,
                    uint8_t* mask, int64_t numel) {
-    constexpr int64_t kPer = per_block<T>();
-    constexpr int64_t kBatch = kLanes * kPer;  // elements per philox_lanes call
+    constexpr int64_t kPer = kUniformsPerBlock<T>;  // as bernoulli draws them
+    constexpr int64_t kBatch = kLanes * kPer;       // elements per philox_lanes call
     int64_t batches = (numel + kBatch - 1) / kBatch;
     parallel_for(
         0, batches, std::max<int64_t>(1, kGrainSize / kBatch), [&](int64_t lo, int64_t hi) {

@@ -300,12 +300,6 @@ void irfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
 
 // ---- fftconv ----
 
-int64_t conv_fft_length(int64_t length) {
-    int64_t n = 4;
-    while (n < 2 * length - 1) n *= 2;
-    return n;
-}
-
 // The spectra of the filters, one row of n/2 + 1 bins per channel.
 template <typename T>
 std::vector<std::complex<T>> filter_spectra(const ConvShape& s, const T* k, int64_t n) {

@@ -15,13 +15,6 @@ namespace lumen::cpu {
 
 namespace {
 
-// int64 or int32 index tensors (the op has checked the dtype).
-template <typename F>
-decltype(auto) dispatch_index(DType dtype, F&& body) {
-    if (dtype == DType::int32) return body.template operator()<int32_t>();
-    return body.template operator()<int64_t>();
-}
-
 // Collects one out-of-range index from any thread (the error path only, so a mutex is fine).
 class BadIndexCollector {
   public:
@@ -58,18 +51,6 @@ StridedView move_dim_last(StridedView view, int dim) {
     view.shape[view.ndim - 1] = size;
     view.strides[view.ndim - 1] = stride;
     return view;
-}
-
-struct Blocks {
-    int64_t outer = 1, length = 1, inner = 1;
-};
-
-Blocks blocks_of(const StridedView& v, int dim) {
-    Blocks b;
-    for (int d = 0; d < dim; ++d) b.outer *= v.shape[d];
-    b.length = v.ndim ? v.shape[dim] : 1;
-    for (int d = dim + 1; d < v.ndim; ++d) b.inner *= v.shape[d];
-    return b;
 }
 
 }  // namespace
@@ -198,7 +179,7 @@ BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
 
 void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
                           int dim) {
-    Blocks in = blocks_of(x, dim);
+    DimBlocks in = dim_blocks(x, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (in.outer * count * in.inner == 0) return;
     dispatch_bits(x.dtype, [&]<typename T>() {
@@ -222,7 +203,7 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
 
 void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
                        int dim, double alpha) {
-    Blocks dst = blocks_of(out, dim);
+    DimBlocks dst = dim_blocks(out, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (dst.outer * count * dst.inner == 0) return;
     dispatch_numeric(out.dtype, "index_add", [&]<typename T>() {

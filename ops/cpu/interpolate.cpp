@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/interpolate_kernels.h"
+#include "ops/interpolate_math.h"
 
 namespace lumen::cpu {
 
@@ -23,50 +24,19 @@ struct Axis {
     bool two_taps = false;  // a linear dim that actually resamples (in != out)
 };
 
-// PyTorch's NCHW nearest kernels (HelperInterpNearest[Exact]): the scale is in the tensor's
-// dtype, and the source position goes through float before the floor. Checked against
-// PyTorch 1.13 for sizes 1-40 -> 1-50 and several scale factors, float32 and float64.
-// (PyTorch's channels-last kernel, which it also picks for C == 1, keeps the scale in float,
-// so float64 inputs with C == 1 can differ there in rare rounding cases.)
-template <typename T>
-int64_t nearest_index(int64_t o, int64_t in, int64_t out, double scale_factor, bool exact) {
-    T scale = scale_factor > 0 ? T(1.0 / scale_factor) : T(in) / T(out);
-    float source = exact ? float((double(o) + 0.5) * double(scale)) : float(T(scale * T(o)));
-    return std::min(int64_t(std::floor(source)), in - 1);
-}
-
-// area_pixel_compute_scale and compute_source_index_and_lambda, with T as opmath type.
+// The taps of a linear dim (ops/interpolate_math.h); a dim with in == out copies.
 template <typename T>
 Axis<T> linear_axis(int64_t in, int64_t out, bool align_corners, double scale_factor) {
     Axis<T> axis;
     axis.two_taps = in != out;
-    T scale;
-    if (align_corners) {
-        scale = out > 1 ? T(in - 1) / T(out - 1) : T(0);
-    } else {
-        scale = scale_factor > 0 ? T(1.0 / scale_factor) : T(in) / T(out);
-    }
+    T scale = interpolate_scale<T>(in, out, scale_factor, align_corners);
     for (int64_t o = 0; o < out; ++o) {
-        if (!axis.two_taps) {
-            axis.index0.push_back(o);
-            axis.index1.push_back(o);
-            axis.lambda0.push_back(T(1));
-            axis.lambda1.push_back(T(0));
-            continue;
-        }
-        // Half-pixel centres: (o + 0.5) is a double in PyTorch, the result is rounded to T;
-        // negative positions clamp to 0 (both taps are then input 0 anyway). The fused
-        // multiply-add is what GCC emits for `scale * (o + 0.5) - 0.5` on FMA machines; written
-        // out, the index no longer depends on the build flags and the CUDA kernel (which uses
-        // the same fma) picks the same taps.
-        T source = align_corners ? scale * T(o) : T(std::fma(double(scale), double(o) + 0.5, -0.5));
-        if (!align_corners && source < T(0)) source = T(0);
-        int64_t index0 = std::min(int64_t(source), in - 1);
-        T lambda1 = std::clamp(source - T(index0), T(0), T(1));
-        axis.index0.push_back(index0);
-        axis.index1.push_back(index0 + (index0 < in - 1 ? 1 : 0));
-        axis.lambda0.push_back(T(1) - lambda1);
-        axis.lambda1.push_back(lambda1);
+        LinearTap<T> tap = axis.two_taps ? linear_source(scale, o, in, align_corners)
+                                         : LinearTap<T>{o, o, T(1), T(0)};
+        axis.index0.push_back(tap.i0);
+        axis.index1.push_back(tap.i1);
+        axis.lambda0.push_back(tap.l0);
+        axis.lambda1.push_back(tap.l1);
     }
     return axis;
 }
@@ -78,8 +48,9 @@ Axis<T> make_axis(const InterpolateGeometry& g, int dim) {
         return linear_axis<T>(in, out, g.align_corners, g.scale_factor[dim]);
     Axis<T> axis;
     bool exact = g.mode == InterpolateMode::nearest_exact;
+    T scale = interpolate_scale<T>(in, out, g.scale_factor[dim], false);
     for (int64_t o = 0; o < out; ++o) {
-        axis.index0.push_back(nearest_index<T>(o, in, out, g.scale_factor[dim], exact));
+        axis.index0.push_back(nearest_source_index(scale, o, in, exact));
         axis.lambda0.push_back(T(1));
     }
     axis.index1 = axis.index0;

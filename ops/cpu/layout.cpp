@@ -4,7 +4,6 @@
 // of adjacent columns whose running sums advance together, which vectorizes.
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "core/dispatch.h"
 #include "core/parallel.h"
@@ -126,18 +125,12 @@ void cumsum_typed(const T* x, Out* out, int64_t outer, int64_t length, int64_t i
 }  // namespace
 
 void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool reverse) {
-    int64_t outer = 1, length = x.ndim ? x.shape[dim] : 1, inner = 1;
-    for (int d = 0; d < dim; ++d) outer *= x.shape[d];
-    for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
-    if (outer * length * inner == 0) return;
+    const DimBlocks b = dim_blocks(x, dim);
+    if (b.outer * b.length * b.inner == 0) return;
     dispatch_numeric_bool(x.dtype, "cumsum", [&]<typename T>() {
-        // float32 adds in double, as PyTorch's CPU cumsum; integers and bool give int64.
-        if constexpr (std::is_floating_point_v<T>) {
-            cumsum_typed<T, T, double>(x.ptr<T>(), out.ptr<T>(), outer, length, inner, reverse);
-        } else {
-            cumsum_typed<T, int64_t, int64_t>(x.ptr<T>(), out.ptr<int64_t>(), outer, length, inner,
-                                              reverse);
-        }
+        using Out = typename CumsumTypes<T>::out;
+        cumsum_typed<T, Out, typename CumsumTypes<T>::acc>(x.ptr<T>(), out.ptr<Out>(), b.outer,
+                                                           b.length, b.inner, reverse);
     });
 }
 

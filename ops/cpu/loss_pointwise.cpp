@@ -11,6 +11,7 @@
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/loss_kernels.h"
+#include "ops/loss_math.h"
 #include "ops/reduce_kernels.h"
 
 namespace lumen::cpu {
@@ -19,115 +20,18 @@ namespace {
 
 constexpr int64_t kBlock = 16384;
 
-template <typename T>
-T sign(T d) {
-    return T((d > T(0)) - (d < T(0)));
-}
-
-// e^-|z| in (0, 1]: the vectorizable float exp of the softmax kernels (std::exp for double).
-template <typename T>
-T exp_neg_abs(T z) {
-    return vec::exp_nonpositive(T(-std::abs(z)));
-}
-
-// log(1 + e) for e in [0, 1] as 2 atanh(s), s = e / (2 + e) <= 1/3: an odd series in s whose
-// terms past s^15 are below float precision. Plain arithmetic, so loops vectorize, and
-// accurate for tiny e too (unlike log(1 + e)). Double uses std::log1p.
-inline float log1p_unit(float e) {
-    float s = e / (2.0f + e), s2 = s * s;
-    float p = 1.0f / 15.0f;
-    p = p * s2 + 1.0f / 13.0f;
-    p = p * s2 + 1.0f / 11.0f;
-    p = p * s2 + 1.0f / 9.0f;
-    p = p * s2 + 1.0f / 7.0f;
-    p = p * s2 + 1.0f / 5.0f;
-    p = p * s2 + 1.0f / 3.0f;
-    p = p * s2 + 1.0f;
-    return 2.0f * s * p;
-}
-inline double log1p_unit(double e) { return std::log1p(e); }
-
-// softplus(z) = log(1 + e^z) without overflow: max(z, 0) + log1p(e^-|z|).
-template <typename T>
-T softplus(T z) {
-    return std::max(z, T(0)) + log1p_unit(exp_neg_abs(z));
-}
-
-// 1 / (1 + e^-z) from e = e^-|z|, so that no exp overflows.
-template <typename T>
-T sigmoid(T z) {
-    T e = exp_neg_abs(z);
-    T numerator = z >= T(0) ? T(1) : e;
-    return numerator / (T(1) + e);
-}
-
-template <typename T>
-T clamped_log(T v) {
-    return std::max(std::log(v), T(-100));
-}
-
-// The loss of one element; w and pw are used by the bce kinds only. Both sides of every
-// piecewise formula are computed before the select: GCC (with its default -ftrapping-math)
-// does not vectorize loops whose arithmetic sits inside a condition.
-template <PointwiseLoss K, typename T>
-inline T element_loss(T x, T y, T w, T pw, T param) {
-    T d = x - y;
-    if constexpr (K == PointwiseLoss::mse) {
-        return d * d;
-    } else if constexpr (K == PointwiseLoss::l1) {
-        return std::abs(d);
-    } else if constexpr (K == PointwiseLoss::smooth_l1) {
-        T a = std::abs(d), quadratic = T(0.5) * d * d / param, linear = a - T(0.5) * param;
-        return a < param ? quadratic : linear;
-    } else if constexpr (K == PointwiseLoss::huber) {
-        T a = std::abs(d), quadratic = T(0.5) * d * d, linear = param * (a - T(0.5) * param);
-        return a < param ? quadratic : linear;
-    } else if constexpr (K == PointwiseLoss::charbonnier) {
-        return std::sqrt(d * d + param * param);
-    } else if constexpr (K == PointwiseLoss::binary_cross_entropy) {
-        // log clamped at -100 as in PyTorch, so x = 0 or 1 gives a finite loss.
-        return -w * (y * clamped_log(x) + (T(1) - y) * clamped_log(T(1) - x));
-    } else {
-        // (1 - y) x + (1 + (pw - 1) y) log(1 + e^-x): the PyTorch form, e^-x never computed
-        // for large negative x.
-        return w * ((T(1) - y) * x + (T(1) + (pw - T(1)) * y) * softplus(-x));
+// The primitives of ops/loss_math.h on the CPU, written so that the element loops vectorize.
+struct CpuMath {
+    // e^-|z| in (0, 1]: the vectorizable float exp of the softmax kernels (std::exp for double).
+    template <typename T>
+    static T exp_neg_abs(T z) {
+        return vec::exp_nonpositive(T(-std::abs(z)));
     }
-}
-
-// d loss / d x of one element (d loss / d y is -this for the difference losses).
-template <PointwiseLoss K, typename T>
-inline T element_grad_input(T x, T y, T w, T pw, T param) {
-    T d = x - y;
-    if constexpr (K == PointwiseLoss::mse) {
-        return T(2) * d;
-    } else if constexpr (K == PointwiseLoss::l1) {
-        return sign(d);
-    } else if constexpr (K == PointwiseLoss::smooth_l1) {
-        T inside = d / param, outside = sign(d);
-        return std::abs(d) < param ? inside : outside;
-    } else if constexpr (K == PointwiseLoss::huber) {
-        return std::clamp(d, -param, param);
-    } else if constexpr (K == PointwiseLoss::charbonnier) {
-        return d / std::sqrt(d * d + param * param);
-    } else if constexpr (K == PointwiseLoss::binary_cross_entropy) {
-        // PyTorch's form: the denominator is kept off 0 with 1e-12.
-        return w * d / std::max(x * (T(1) - x), T(1e-12));
-    } else {
-        return w * ((T(1) + (pw - T(1)) * y) * sigmoid(x) - pw * y);
-    }
-}
-
-template <PointwiseLoss K, typename T>
-inline T element_grad_target(T x, T y, T w, T pw, T param) {
-    if constexpr (K == PointwiseLoss::binary_cross_entropy) {
-        return w * (clamped_log(T(1) - x) - clamped_log(x));
-    } else if constexpr (K == PointwiseLoss::binary_cross_entropy_with_logits) {
-        // log_sigmoid(-x) - pw log_sigmoid(x) = pw softplus(-x) - softplus(x)
-        return w * (pw * softplus(-x) - softplus(x));
-    } else {
-        return -element_grad_input<K>(x, y, w, pw, param);
-    }
-}
+    // log(1 + e) for e in [0, 1] as 2 atanh(s), s = e / (2 + e) <= 1/3: vectorizes, and is
+    // accurate for tiny e too (unlike log(1 + e)). Double uses std::log1p.
+    static float log1p_unit(float e) { return loss_math::two_atanh_series(e / (2.0f + e)); }
+    static double log1p_unit(double e) { return std::log1p(e); }
+};
 
 constexpr bool is_weighted(PointwiseLoss kind) {
     return kind == PointwiseLoss::binary_cross_entropy ||
@@ -247,19 +151,20 @@ double forward_typed(T param, const StridedView& input, const StridedView& targe
                 }
             }
             double total = 0;
-            walk_segments(
-                walk, begin, end, [&](int64_t first, int64_t count, int64_t ow, int64_t opw) {
-                    const T *xs = x + first, *ys = y + first;
-                    T* os = store ? store + first : nullptr;
-                    with_weights<K>(
-                        walk, ow, opw, count, scratch.data(), [&](auto w_at, auto pw_at) {
-                            total += vec::lane_sum<T>(count, [&](int64_t k) {
-                                T l = element_loss<K>(xs[k], ys[k], w_at(k), pw_at(k), param);
-                                if (os) os[k] = l;
-                                return l;
-                            });
-                        });
-                });
+            walk_segments(walk, begin, end,
+                          [&](int64_t first, int64_t count, int64_t ow, int64_t opw) {
+                              const T *xs = x + first, *ys = y + first;
+                              T* os = store ? store + first : nullptr;
+                              with_weights<K>(walk, ow, opw, count, scratch.data(),
+                                              [&](auto w_at, auto pw_at) {
+                                                  total += vec::lane_sum<T>(count, [&](int64_t k) {
+                                                      T l = loss_math::element_loss<K, CpuMath>(
+                                                          xs[k], ys[k], w_at(k), pw_at(k), param);
+                                                      if (os) os[k] = l;
+                                                      return l;
+                                                  });
+                                              });
+                          });
             partial[size_t(b)] = total;
         }
     });
@@ -295,10 +200,10 @@ void backward_typed(T param, const StridedView& input, const StridedView& target
         }
     };
     auto grad_input_of = [param](T xv, T yv, T wv, T pwv) {
-        return element_grad_input<K>(xv, yv, wv, pwv, param);
+        return loss_math::element_grad_input<K, CpuMath>(xv, yv, wv, pwv, param);
     };
     auto grad_target_of = [param](T xv, T yv, T wv, T pwv) {
-        return element_grad_target<K>(xv, yv, wv, pwv, param);
+        return loss_math::element_grad_target<K, CpuMath>(xv, yv, wv, pwv, param);
     };
     parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / kBlock), [&](int64_t lo, int64_t hi) {
         std::vector<T> scratch = weight_scratch<T>(K);
@@ -316,23 +221,6 @@ void backward_typed(T param, const StridedView& input, const StridedView& target
     });
 }
 
-// Calls body.template operator()<K>() for the runtime kind.
-template <typename Body>
-void dispatch_kind(PointwiseLoss kind, const Body& body) {
-    switch (kind) {
-        case PointwiseLoss::mse: return body.template operator()<PointwiseLoss::mse>();
-        case PointwiseLoss::l1: return body.template operator()<PointwiseLoss::l1>();
-        case PointwiseLoss::smooth_l1: return body.template operator()<PointwiseLoss::smooth_l1>();
-        case PointwiseLoss::huber: return body.template operator()<PointwiseLoss::huber>();
-        case PointwiseLoss::charbonnier:
-            return body.template operator()<PointwiseLoss::charbonnier>();
-        case PointwiseLoss::binary_cross_entropy:
-            return body.template operator()<PointwiseLoss::binary_cross_entropy>();
-        case PointwiseLoss::binary_cross_entropy_with_logits:
-            return body.template operator()<PointwiseLoss::binary_cross_entropy_with_logits>();
-    }
-}
-
 }  // namespace
 
 double pointwise_loss_forward(PointwiseLoss kind, double param, const StridedView& input,
@@ -343,7 +231,7 @@ double pointwise_loss_forward(PointwiseLoss kind, double param, const StridedVie
     double total = 0;
     if (input.numel() > 0) {
         dispatch_floating(input.dtype, "loss", [&]<typename T>() {
-            dispatch_kind(kind, [&]<PointwiseLoss K>() {
+            loss_math::dispatch_kind(kind, [&]<PointwiseLoss K>() {
                 total = forward_typed<K, T>(T(param), input, target, weight, pos_weight, out,
                                             first_invalid);
             });
@@ -360,7 +248,7 @@ void pointwise_loss_backward(PointwiseLoss kind, double param, const StridedView
                              const StridedView& grad_target) {
     if (input.numel() == 0) return;
     dispatch_floating(input.dtype, "loss", [&]<typename T>() {
-        dispatch_kind(kind, [&]<PointwiseLoss K>() {
+        loss_math::dispatch_kind(kind, [&]<PointwiseLoss K>() {
             backward_typed<K, T>(T(param), input, target, weight, pos_weight, grad_losses, scale,
                                  grad_input, grad_target);
         });

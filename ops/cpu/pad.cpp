@@ -18,23 +18,11 @@ namespace {
 
 using Tables = std::vector<std::vector<int64_t>>;
 
-int64_t source_index(int64_t o, int64_t before, int64_t in, PadMode mode) {
-    int64_t p = o - before;
-    if (p >= 0 && p < in) return p;
-    switch (mode) {
-        case PadMode::constant: return -1;
-        case PadMode::reflect: return p < 0 ? -p : 2 * (in - 1) - p;
-        case PadMode::replicate: return p < 0 ? 0 : in - 1;
-        case PadMode::circular: return ((p % in) + in) % in;
-    }
-    return -1;
-}
-
 Tables source_tables(const PadGeometry& g) {
     Tables tables(size_t(g.dims));
     for (int j = 0; j < g.dims; ++j)
         for (int64_t o = 0; o < g.out[j]; ++o)
-            tables[size_t(j)].push_back(source_index(o, g.before[j], g.in[j], g.mode));
+            tables[size_t(j)].push_back(pad_source_index(o, g.before[j], g.in[j], g.mode));
     return tables;
 }
 
@@ -133,16 +121,7 @@ void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
                   const PadGeometry& geometry) {
     if (grad_x.numel() == 0) return;
     if (geometry.mode == PadMode::constant) {
-        // Output o was input o - before, so input i is output i + before: pad grad_out by
-        // -before / -after with zeros.
-        PadGeometry inverse = geometry;
-        inverse.value = 0.0;
-        for (int j = 0; j < geometry.dims; ++j) {
-            inverse.in[j] = geometry.out[j];
-            inverse.out[j] = geometry.in[j];
-            inverse.before[j] = -geometry.before[j];
-        }
-        pad_forward(grad_out, grad_x, inverse);
+        pad_forward(grad_out, grad_x, constant_pad_inverse(geometry));
         return;
     }
     dispatch_floating(grad_x.dtype, "pad", [&]<typename T>() {

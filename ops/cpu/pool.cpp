@@ -13,71 +13,24 @@
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/pool_kernels.h"
+#include "ops/pool_math.h"
 
 namespace lumen::cpu {
 
 namespace {
 
-// The inputs begin, begin + step, ... (< end) along one dim; `padded` is the window size
-// counting padded positions (the count_include_pad divisor).
-struct Window {
-    int64_t begin = 0, end = 0, step = 1, padded = 0;
-};
-using Windows = std::array<std::vector<Window>, 3>;
+using Windows = std::array<std::vector<PoolWindow>, 3>;
 
-// PyTorch's max pool windows: start o * stride - padding, (kernel - 1) * dilation + 1 long,
-// clipped to the input; the first visited index is the first in-range tap.
-Windows max_windows(const PoolGeometry& g) {
+// The window of every output index along each dim (ops/pool_math.h).
+Windows windows_of(PoolWindowKind kind, const PoolGeometry& g) {
     Windows windows;
-    for (int dim = 0; dim < 3; ++dim) {
-        for (int64_t o = 0; o < g.out[dim]; ++o) {
-            Window w;
-            w.step = g.dilation[dim];
-            w.begin = o * g.stride[dim] - g.padding[dim];
-            w.end = std::min(w.begin + (g.kernel[dim] - 1) * w.step + 1, g.in[dim]);
-            while (w.begin < 0) w.begin += w.step;
-            windows[dim].push_back(w);
-        }
-    }
+    for (int dim = 0; dim < 3; ++dim)
+        for (int64_t o = 0; o < g.out[dim]; ++o)
+            windows[dim].push_back(pool_window(kind, g, dim, o));
     return windows;
 }
 
-// PyTorch's average pool windows: [o * stride - padding, + kernel) clipped to the padded input
-// gives the count_include_pad size, then clipped to the input gives the visited range.
-Windows avg_windows(const PoolGeometry& g) {
-    Windows windows;
-    for (int dim = 0; dim < 3; ++dim) {
-        for (int64_t o = 0; o < g.out[dim]; ++o) {
-            Window w;
-            int64_t start = o * g.stride[dim] - g.padding[dim];
-            int64_t end = std::min(start + g.kernel[dim], g.in[dim] + g.padding[dim]);
-            w.padded = end - start;
-            w.begin = std::max<int64_t>(start, 0);
-            w.end = std::min(end, g.in[dim]);
-            windows[dim].push_back(w);
-        }
-    }
-    return windows;
-}
-
-// Adaptive cells: [floor(o * in / out), ceil((o + 1) * in / out)); they cover the input and
-// overlap by at most one element when in is not a multiple of out.
-Windows adaptive_cells(const PoolGeometry& g) {
-    Windows windows;
-    for (int dim = 0; dim < 3; ++dim) {
-        int64_t in = g.in[dim], out = g.out[dim];
-        for (int64_t o = 0; o < out; ++o) {
-            Window w;
-            w.begin = o * in / out;
-            w.end = ((o + 1) * in + out - 1) / out;
-            w.padded = w.end - w.begin;
-            windows[dim].push_back(w);
-        }
-    }
-    return windows;
-}
-
-int64_t count(const Window& w) {
+int64_t count(const PoolWindow& w) {
     return w.end > w.begin ? (w.end - w.begin + w.step - 1) / w.step : 0;
 }
 
@@ -109,46 +62,28 @@ void for_each_plane(const PoolGeometry& g, int64_t work_per_plane, const PlaneFn
     });
 }
 
-int64_t in_plane(const PoolGeometry& g) { return g.in[0] * g.in[1] * g.in[2]; }
-int64_t out_plane(const PoolGeometry& g) { return g.out[0] * g.out[1] * g.out[2]; }
-
 // ---- max ----
 
-// The first maximum wins; a NaN replaces any maximum (PyTorch's `val > max || isnan(val)`).
-// An empty window keeps -inf and the position of its first tap.
+// pool_window_max of every output (ops/pool_math.h).
 template <typename T>
 void max_forward_typed(const T* x, T* y, int64_t* indices, const PoolGeometry& g,
                        const Windows& windows) {
-    const int64_t height = g.in[1], width = g.in[2];
     for_each_output_row(g, window_work(windows), [&](int64_t p, int64_t od, int64_t oh) {
-        const T* plane = x + p * in_plane(g);
+        const T* plane = x + p * pool_in_plane(g);
         int64_t o = ((p * g.out[0] + od) * g.out[1] + oh) * g.out[2];
-        const Window& wd = windows[0][size_t(od)];
-        const Window& wh = windows[1][size_t(oh)];
+        const PoolWindow& wd = windows[0][size_t(od)];
+        const PoolWindow& wh = windows[1][size_t(oh)];
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const Window& ww = windows[2][size_t(ow)];
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t best_index = (wd.begin * height + wh.begin) * width + ww.begin;
-            for (int64_t d = wd.begin; d < wd.end; d += wd.step) {
-                for (int64_t h = wh.begin; h < wh.end; h += wh.step) {
-                    int64_t row = (d * height + h) * width;
-                    for (int64_t w = ww.begin; w < ww.end; w += ww.step) {
-                        T v = plane[row + w];
-                        bool take = (v > best) | (v != v);  // branch-free: maxima are random
-                        best = take ? v : best;
-                        best_index = take ? row + w : best_index;
-                    }
-                }
-            }
-            y[o + ow] = best;
-            indices[o + ow] = best_index;
+            PoolMax<T> best = pool_window_max(plane, g, wd, wh, windows[2][size_t(ow)]);
+            y[o + ow] = best.value;
+            indices[o + ow] = best.index;
         }
     });
 }
 
 void max_forward(const StridedView& x, const StridedView& y, const StridedView& indices,
                  const PoolGeometry& g, const Windows& windows, const char* op) {
-    if (g.planes * out_plane(g) == 0) return;
+    if (g.planes * pool_out_plane(g) == 0) return;
     dispatch_floating(x.dtype, op, [&]<typename T>() {
         max_forward_typed<T>(x.ptr<T>(), y.ptr<T>(), indices.ptr<int64_t>(), g, windows);
     });
@@ -156,38 +91,18 @@ void max_forward(const StridedView& x, const StridedView& y, const StridedView& 
 
 // ---- average ----
 
-int64_t divisor_of(const Window& wd, const Window& wh, const Window& ww, bool count_include_pad,
-                   int64_t divisor_override) {
-    if (divisor_override != 0) return divisor_override;
-    if (count_include_pad) return wd.padded * wh.padded * ww.padded;
-    return (wd.end - wd.begin) * (wh.end - wh.begin) * (ww.end - ww.begin);
-}
-
-// An empty window (only possible in ceil mode) gives 0, as in PyTorch.
+// pool_window_average of every output (ops/pool_math.h).
 template <typename T>
 void avg_forward_typed(const T* x, T* y, const PoolGeometry& g, const Windows& windows,
                        bool count_include_pad, int64_t divisor_override) {
-    const int64_t height = g.in[1], width = g.in[2];
     for_each_output_row(g, window_work(windows), [&](int64_t p, int64_t od, int64_t oh) {
-        const T* plane = x + p * in_plane(g);
+        const T* plane = x + p * pool_in_plane(g);
         int64_t o = ((p * g.out[0] + od) * g.out[1] + oh) * g.out[2];
-        const Window& wd = windows[0][size_t(od)];
-        const Window& wh = windows[1][size_t(oh)];
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            const Window& ww = windows[2][size_t(ow)];
-            if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) {
-                y[o + ow] = T(0);
-                continue;
-            }
-            T total = 0;
-            for (int64_t d = wd.begin; d < wd.end; ++d) {
-                for (int64_t h = wh.begin; h < wh.end; ++h) {
-                    const T* row = plane + (d * height + h) * width;
-                    for (int64_t w = ww.begin; w < ww.end; ++w) total += row[w];
-                }
-            }
-            y[o + ow] = total / T(divisor_of(wd, wh, ww, count_include_pad, divisor_override));
-        }
+        const PoolWindow& wd = windows[0][size_t(od)];
+        const PoolWindow& wh = windows[1][size_t(oh)];
+        for (int64_t ow = 0; ow < g.out[2]; ++ow)
+            y[o + ow] = pool_window_average(plane, g, wd, wh, windows[2][size_t(ow)],
+                                            count_include_pad, divisor_override);
     });
 }
 
@@ -195,19 +110,20 @@ template <typename T>
 void avg_backward_typed(const T* grad_out, T* grad_x, const PoolGeometry& g, const Windows& windows,
                         bool count_include_pad, int64_t divisor_override) {
     const int64_t height = g.in[1], width = g.in[2];
-    int64_t work = out_plane(g) * window_work(windows) + in_plane(g);
+    int64_t work = pool_out_plane(g) * window_work(windows) + pool_in_plane(g);
     for_each_plane(g, work, [&](int64_t p) {
-        T* plane = grad_x + p * in_plane(g);
-        std::fill(plane, plane + in_plane(g), T(0));
-        const T* go = grad_out + p * out_plane(g);
+        T* plane = grad_x + p * pool_in_plane(g);
+        std::fill(plane, plane + pool_in_plane(g), T(0));
+        const T* go = grad_out + p * pool_out_plane(g);
         for (int64_t od = 0; od < g.out[0]; ++od) {
-            const Window& wd = windows[0][size_t(od)];
+            const PoolWindow& wd = windows[0][size_t(od)];
             for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-                const Window& wh = windows[1][size_t(oh)];
+                const PoolWindow& wh = windows[1][size_t(oh)];
                 for (int64_t ow = 0; ow < g.out[2]; ++ow, ++go) {
-                    const Window& ww = windows[2][size_t(ow)];
+                    const PoolWindow& ww = windows[2][size_t(ow)];
                     if (wd.begin >= wd.end || wh.begin >= wh.end || ww.begin >= ww.end) continue;
-                    T share = *go / T(divisor_of(wd, wh, ww, count_include_pad, divisor_override));
+                    T share =
+                        *go / T(pool_divisor(wd, wh, ww, count_include_pad, divisor_override));
                     for (int64_t d = wd.begin; d < wd.end; ++d) {
                         for (int64_t h = wh.begin; h < wh.end; ++h) {
                             T* row = plane + (d * height + h) * width;
@@ -223,7 +139,7 @@ void avg_backward_typed(const T* grad_out, T* grad_x, const PoolGeometry& g, con
 void avg_forward(const StridedView& x, const StridedView& y, const PoolGeometry& g,
                  const Windows& windows, bool count_include_pad, int64_t divisor_override,
                  const char* op) {
-    if (g.planes * out_plane(g) == 0) return;
+    if (g.planes * pool_out_plane(g) == 0) return;
     dispatch_floating(x.dtype, op, [&]<typename T>() {
         avg_forward_typed<T>(x.ptr<T>(), y.ptr<T>(), g, windows, count_include_pad,
                              divisor_override);
@@ -233,7 +149,7 @@ void avg_forward(const StridedView& x, const StridedView& y, const PoolGeometry&
 void avg_backward(const StridedView& grad_out, const StridedView& grad_x, const PoolGeometry& g,
                   const Windows& windows, bool count_include_pad, int64_t divisor_override,
                   const char* op) {
-    if (g.planes * in_plane(g) == 0) return;
+    if (g.planes * pool_in_plane(g) == 0) return;
     dispatch_floating(grad_x.dtype, op, [&]<typename T>() {
         avg_backward_typed<T>(grad_out.ptr<T>(), grad_x.ptr<T>(), g, windows, count_include_pad,
                               divisor_override);
@@ -244,24 +160,25 @@ void avg_backward(const StridedView& grad_out, const StridedView& grad_x, const 
 
 void max_pool_forward(const StridedView& x, const StridedView& y, const StridedView& indices,
                       const PoolGeometry& geometry) {
-    max_forward(x, y, indices, geometry, max_windows(geometry), "max_pool");
+    max_forward(x, y, indices, geometry, windows_of(PoolWindowKind::max, geometry), "max_pool");
 }
 
 void adaptive_max_pool_forward(const StridedView& x, const StridedView& y,
                                const StridedView& indices, const PoolGeometry& geometry) {
-    max_forward(x, y, indices, geometry, adaptive_cells(geometry), "adaptive_max_pool");
+    max_forward(x, y, indices, geometry, windows_of(PoolWindowKind::adaptive, geometry),
+                "adaptive_max_pool");
 }
 
 // Windows overlap when stride < kernel, so several outputs may route to one input: add.
 void max_pool_backward(const StridedView& grad_out, const StridedView& indices,
                        const StridedView& grad_x, const PoolGeometry& geometry) {
     const PoolGeometry& g = geometry;
-    if (g.planes * in_plane(g) == 0) return;
+    if (g.planes * pool_in_plane(g) == 0) return;
     dispatch_floating(grad_x.dtype, "max_pool", [&]<typename T>() {
         const T* go = grad_out.ptr<T>();
         const int64_t* index = indices.ptr<int64_t>();
         T* gx = grad_x.ptr<T>();
-        const int64_t inputs = in_plane(g), outputs = out_plane(g);
+        const int64_t inputs = pool_in_plane(g), outputs = pool_out_plane(g);
         for_each_plane(g, inputs + outputs, [&](int64_t p) {
             T* plane = gx + p * inputs;
             std::fill(plane, plane + inputs, T(0));
@@ -275,15 +192,15 @@ void max_pool_backward(const StridedView& grad_out, const StridedView& indices,
 
 void avg_pool_forward(const StridedView& x, const StridedView& y, const PoolGeometry& geometry,
                       bool count_include_pad, int64_t divisor_override) {
-    avg_forward(x, y, geometry, avg_windows(geometry), count_include_pad, divisor_override,
-                "avg_pool");
+    avg_forward(x, y, geometry, windows_of(PoolWindowKind::avg, geometry), count_include_pad,
+                divisor_override, "avg_pool");
 }
 
 void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
                        const PoolGeometry& geometry, bool count_include_pad,
                        int64_t divisor_override) {
-    avg_backward(grad_out, grad_x, geometry, avg_windows(geometry), count_include_pad,
-                 divisor_override, "avg_pool");
+    avg_backward(grad_out, grad_x, geometry, windows_of(PoolWindowKind::avg, geometry),
+                 count_include_pad, divisor_override, "avg_pool");
 }
 
 // An adaptive cell is averaged over its own size: no padding, no override. Global pooling (one
@@ -291,14 +208,15 @@ void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
 void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
                                const PoolGeometry& geometry) {
     const PoolGeometry& g = geometry;
-    if (out_plane(g) != 1 || g.planes == 0) {
-        avg_forward(x, y, g, adaptive_cells(g), false, 0, "adaptive_avg_pool");
+    if (pool_out_plane(g) != 1 || g.planes == 0) {
+        avg_forward(x, y, g, windows_of(PoolWindowKind::adaptive, g), false, 0,
+                    "adaptive_avg_pool");
         return;
     }
     dispatch_floating(x.dtype, "adaptive_avg_pool", [&]<typename T>() {
         const T* in = x.ptr<T>();
         T* out = y.ptr<T>();
-        const int64_t n = in_plane(g);
+        const int64_t n = pool_in_plane(g);
         for_each_plane(g, n, [&](int64_t p) {
             T total = 0;
             for (int64_t i = 0; i < n; ++i) total += in[p * n + i];
@@ -310,14 +228,15 @@ void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
 void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
                                 const PoolGeometry& geometry) {
     const PoolGeometry& g = geometry;
-    if (out_plane(g) != 1 || g.planes == 0) {
-        avg_backward(grad_out, grad_x, g, adaptive_cells(g), false, 0, "adaptive_avg_pool");
+    if (pool_out_plane(g) != 1 || g.planes == 0) {
+        avg_backward(grad_out, grad_x, g, windows_of(PoolWindowKind::adaptive, g), false, 0,
+                     "adaptive_avg_pool");
         return;
     }
     dispatch_floating(grad_x.dtype, "adaptive_avg_pool", [&]<typename T>() {
         const T* go = grad_out.ptr<T>();
         T* gx = grad_x.ptr<T>();
-        const int64_t n = in_plane(g);
+        const int64_t n = pool_in_plane(g);
         for_each_plane(g, n,
                        [&](int64_t p) { std::fill(gx + p * n, gx + (p + 1) * n, go[p] / T(n)); });
     });

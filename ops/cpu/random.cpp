@@ -4,7 +4,6 @@
 // mapping is documented in ops/random_kernels.h.
 #include <atomic>
 #include <cmath>
-#include <type_traits>
 
 #include "core/dispatch.h"
 #include "core/parallel.h"
@@ -34,16 +33,9 @@ void for_each_block(int64_t numel, int64_t per_block, const Body& body) {
 // word (4 per block) or a 53-bit double from two words (2 per block).
 template <typename U, typename Body>
 void for_each_uniform(uint64_t seed, uint64_t offset, int64_t numel, const Body& body) {
-    constexpr bool single = std::is_same_v<U, float>;
-    for_each_block(numel, single ? 4 : 2, [&](int64_t block, int64_t first, int64_t count) {
+    for_each_block(numel, kUniformsPerBlock<U>, [&](int64_t block, int64_t first, int64_t count) {
         Philox4 bits = philox4x32(seed, offset + uint64_t(block));
-        for (int64_t w = 0; w < count; ++w) {
-            if constexpr (single) {
-                body(first + w, uniform_float(bits.x[w]));
-            } else {
-                body(first + w, uniform_double(bits.x[2 * w], bits.x[2 * w + 1]));
-            }
-        }
+        for (int64_t w = 0; w < count; ++w) body(first + w, uniform_at<U>(bits.x, w));
     });
 }
 

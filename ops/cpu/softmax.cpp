@@ -19,18 +19,7 @@ namespace {
 
 constexpr int64_t kScratchBytes = 256 * 1024;  // a block's gathered rows, to stay in L2
 
-struct Layout {
-    int64_t outer = 1, length = 1, inner = 1;
-};
-
-Layout layout_of(const StridedView& v, int dim) {
-    Layout layout;
-    if (v.ndim == 0) return layout;
-    for (int d = 0; d < dim; ++d) layout.outer *= v.shape[d];
-    layout.length = v.shape[dim];
-    for (int d = dim + 1; d < v.ndim; ++d) layout.inner *= v.shape[d];
-    return layout;
-}
+using Layout = DimBlocks;  // (outer, length, inner) around the softmax dim
 
 // ---- rows (inner == 1) ----
 
@@ -201,7 +190,7 @@ void backward_typed(const Layout& layout, const T* y, const T* g, T* dx) {
 }  // namespace
 
 void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool log) {
-    Layout layout = layout_of(x, dim);
+    Layout layout = dim_blocks(x, dim);
     if (layout.outer * layout.length * layout.inner == 0) return;
     dispatch_floating(x.dtype, log ? "log_softmax" : "softmax", [&]<typename T>() {
         if (log) {
@@ -214,7 +203,7 @@ void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool l
 
 void softmax_backward(const StridedView& y, const StridedView& grad_out, const StridedView& grad_x,
                       int dim, bool log) {
-    Layout layout = layout_of(y, dim);
+    Layout layout = dim_blocks(y, dim);
     if (layout.outer * layout.length * layout.inner == 0) return;
     dispatch_floating(y.dtype, log ? "log_softmax" : "softmax", [&]<typename T>() {
         if (log) {

@@ -108,21 +108,10 @@ __global__ void col2im_kernel(const T* col, ConvShape s, int64_t b0, int64_t c0,
         const T* sample_col =
             col + (sample * col_rows + c * s.kernel[0] * s.kernel[1] * s.kernel[2]) * width;
         T sum = 0;
-        for (int64_t kd = 0; kd < s.kernel[0]; ++kd) {
-            int64_t od = source_index(in.d, kd, 0, s);
-            if (od < 0) continue;
-            for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
-                int64_t oh = source_index(in.h, kh, 1, s);
-                if (oh < 0) continue;
-                for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
-                    int64_t ow = source_index(in.w, kw, 2, s);
-                    int64_t column = (od * s.output[1] + oh) * s.output[2] + ow - c0;
-                    if (ow < 0 || column < 0 || column >= width) continue;
-                    int64_t tap = (kd * s.kernel[1] + kh) * s.kernel[2] + kw;
-                    sum += sample_col[tap * width + column];
-                }
-            }
-        }
+        for_each_source(in, s, [&](int64_t tap, int64_t o) {
+            int64_t column = o - c0;  // the chunk holds output positions [c0, c0 + width)
+            if (column >= 0 && column < width) sum += sample_col[tap * width + column];
+        });
         T* out = grad_x + (b0 * s.in_channels) * in_size + i;
         *out = accumulate ? *out + sum : sum;
     }

@@ -135,20 +135,7 @@ __global__ void depthwise_backward_input_kernel(const T* grad_y, const T* weight
         const T* gy = grad_y + plane * out_size;
         const T* w = weight + c * taps;
         T sum = 0;
-        for (int64_t kd = 0; kd < s.kernel[0]; ++kd) {
-            int64_t od = source_index(in.d, kd, 0, s);
-            if (od < 0) continue;
-            for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
-                int64_t oh = source_index(in.h, kh, 1, s);
-                if (oh < 0) continue;
-                for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
-                    int64_t ow = source_index(in.w, kw, 2, s);
-                    if (ow < 0) continue;
-                    sum += w[(kd * s.kernel[1] + kh) * s.kernel[2] + kw] *
-                           gy[(od * s.output[1] + oh) * s.output[2] + ow];
-                }
-            }
-        }
+        for_each_source(in, s, [&](int64_t tap, int64_t o) { sum += w[tap] * gy[o]; });
         grad_x[i] = sum;
     }
 }

@@ -3,7 +3,6 @@
 // (bernoulli's mapping, ops/random_kernels.h) is below keep_prob in x's precision, and
 // out = x * (kept ? scale : 0) as on the CPU, so masks and outputs are bit-identical.
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/strided.cuh"
@@ -15,23 +14,10 @@
 namespace lumen::cuda {
 namespace {
 
-// Elements per Philox block: 4 float uniforms (a word each) or 2 double ones (two words each).
-template <typename T>
-constexpr int kPerBlock = std::is_same_v<T, float> ? 4 : 2;
-
-template <typename T>
-__device__ T uniform_of(const Philox4& bits, int w) {
-    if constexpr (std::is_same_v<T, float>) {
-        return uniform_float(bits.x[w]);
-    } else {
-        return uniform_double(bits.x[2 * w], bits.x[2 * w + 1]);
-    }
-}
-
 template <typename T>
 __global__ void dropout_forward_kernel(uint64_t seed, uint64_t offset, T keep_prob, T scale,
                                        const T* x, T* out, uint8_t* mask, int64_t numel) {
-    constexpr int kPer = kPerBlock<T>;
+    constexpr int kPer = kUniformsPerBlock<T>;
     const int64_t blocks = (numel + kPer - 1) / kPer;
     for (int64_t block = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; block < blocks;
          block += int64_t(gridDim.x) * blockDim.x) {
@@ -40,7 +26,7 @@ __global__ void dropout_forward_kernel(uint64_t seed, uint64_t offset, T keep_pr
         for (int w = 0; w < kPer; ++w) {
             const int64_t i = block * kPer + w;
             if (i >= numel) continue;
-            const bool kept = uniform_of<T>(bits, w) < keep_prob;
+            const bool kept = uniform_at<T>(bits.x, w) < keep_prob;
             mask[i] = uint8_t(kept);
             out[i] = x[i] * (kept ? scale : T(0));
         }
@@ -62,7 +48,7 @@ void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double sc
     const int64_t numel = x.numel();
     if (numel == 0) return;
     dispatch_floating(x.dtype, "dropout", [&]<typename T>() {
-        const unsigned grid = grid_for(int64_t(philox_blocks(numel, kPerBlock<T>)));
+        const unsigned grid = grid_for(int64_t(philox_blocks(numel, kUniformsPerBlock<T>)));
         dropout_forward_kernel<T><<<grid, 256>>>(seed, offset, T(keep_prob), T(scale),
                                                  x.ptr<const T>(), out.ptr<T>(),
                                                  mask.ptr<uint8_t>(), numel);

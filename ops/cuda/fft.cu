@@ -13,9 +13,9 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
+#include "core/cuda/scratch.cuh"
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
-#include "core/cuda/scratch.cuh"
 #include "ops/fft_kernels.h"
 
 namespace lumen::cuda {
@@ -342,13 +342,6 @@ void irfft_backward_typed(const FftRows& s, const T* grad_out, T* grad_x) {
 }
 
 // ---- fftconv ----
-
-// The FFT length of ops/cpu/fft.cpp: a power of two >= 2L - 1 (no wrap-around).
-int64_t conv_fft_length(int64_t length) {
-    int64_t n = 4;
-    while (n < 2 * length - 1) n *= 2;
-    return n;
-}
 
 // spectra[r, b] = spectra[r, b] filters[r % channels, b] / n.
 template <typename T>

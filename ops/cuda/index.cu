@@ -20,13 +20,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr unsigned long long kNoBadIndex = ~0ull;
 
-// int64 or int32 index tensors (the op has checked the dtype).
-template <typename F>
-decltype(auto) dispatch_index(DType dtype, F&& body) {
-    if (dtype == DType::int32) return body.template operator()<int32_t>();
-    return body.template operator()<int64_t>();
-}
-
 // The first bad position of a launch (kNoBadIndex until a kernel lowers it).
 class BadIndexReport {
   public:
@@ -62,6 +55,15 @@ class BadIndexReport {
 
 __device__ __forceinline__ bool out_of_range(int64_t k, int64_t size) {
     return uint64_t(k) >= uint64_t(size);  // negatives wrap to huge values
+}
+
+// k when it lies in [0, size); otherwise records index position i in *first_bad (the lowest
+// wins) and returns -1, and the caller skips the element.
+__device__ __forceinline__ int64_t checked_pick(int64_t k, int64_t size, int64_t i,
+                                                unsigned long long* first_bad) {
+    if (!out_of_range(k, size)) return k;
+    atomicMin(first_bad, (unsigned long long)i);
+    return -1;
 }
 
 // ---- atomics ----
@@ -124,6 +126,26 @@ __global__ void min_max_kernel(StridedView index, int64_t count, long long* extr
 
 // ---- gather / scatter_add ----
 
+// Offsets of element i (row-major over index's shape) in `index`, in `full` (every
+// coordinate) and in `base` (every coordinate but `dim`: the index value supplies that one).
+struct Offsets {
+    int64_t index = 0, full = 0, base = 0;
+};
+
+__device__ __forceinline__ Offsets offsets_of(int64_t i, const StridedView& index,
+                                              const StridedView& full, const StridedView& base,
+                                              int dim) {
+    Offsets at;
+    for (int d = index.ndim - 1; d >= 0; --d) {
+        int64_t c = i % index.shape[d];
+        i /= index.shape[d];
+        at.index += c * index.strides[d];
+        at.full += c * full.strides[d];
+        if (d != dim) at.base += c * base.strides[d];
+    }
+    return at;
+}
+
 // out[p] = x[p with coordinate `dim` replaced by index[p]], p over index's shape.
 template <typename T, typename I>
 __global__ void gather_kernel(StridedView x, StridedView index, StridedView out, int dim,
@@ -134,20 +156,9 @@ __global__ void gather_kernel(StridedView x, StridedView index, StridedView out,
     const int64_t size = x.ndim ? x.shape[dim] : 1, step = x.ndim ? x.strides[dim] : 0;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
-        int64_t rest = i, at_index = 0, at_x = 0, at_out = 0;
-        for (int d = index.ndim - 1; d >= 0; --d) {
-            int64_t c = rest % index.shape[d];
-            rest /= index.shape[d];
-            at_index += c * index.strides[d];
-            at_out += c * out.strides[d];
-            if (d != dim) at_x += c * x.strides[d];
-        }
-        int64_t k = picks[at_index];
-        if (out_of_range(k, size)) {
-            atomicMin(first_bad, (unsigned long long)i);
-            continue;
-        }
-        to[at_out] = from[at_x + k * step];
+        Offsets at = offsets_of(i, index, out, x, dim);
+        int64_t k = checked_pick(picks[at.index], size, i, first_bad);
+        if (k >= 0) to[at.full] = from[at.base + k * step];
     }
 }
 
@@ -161,42 +172,19 @@ __global__ void scatter_add_kernel(StridedView out, StridedView index, StridedVi
     const int64_t size = out.ndim ? out.shape[dim] : 1, step = out.ndim ? out.strides[dim] : 0;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
-        int64_t rest = i, at_index = 0, at_src = 0, at_out = 0;
-        for (int d = index.ndim - 1; d >= 0; --d) {
-            int64_t c = rest % index.shape[d];
-            rest /= index.shape[d];
-            at_index += c * index.strides[d];
-            at_src += c * src.strides[d];
-            if (d != dim) at_out += c * out.strides[d];
-        }
-        int64_t k = picks[at_index];
-        if (out_of_range(k, size)) {
-            atomicMin(first_bad, (unsigned long long)i);
-            continue;
-        }
-        atomic_add(to + at_out + k * step, from[at_src]);
+        Offsets at = offsets_of(i, index, src, out, dim);
+        int64_t k = checked_pick(picks[at.index], size, i, first_bad);
+        if (k >= 0) atomic_add(to + at.base + k * step, from[at.full]);
     }
 }
 
 // ---- index_select / index_add over contiguous (outer, length, inner) blocks ----
 
-struct Blocks {
-    int64_t outer = 1, length = 1, inner = 1;
-};
-
-Blocks blocks_of(const StridedView& v, int dim) {
-    Blocks b;
-    for (int d = 0; d < dim; ++d) b.outer *= v.shape[d];
-    b.length = v.ndim ? v.shape[dim] : 1;
-    for (int d = dim + 1; d < v.ndim; ++d) b.inner *= v.shape[d];
-    return b;
-}
-
 // out row (o, i) = x row (o, index[i]); rows are `inner` units of U (a whole row moves as
 // 16-, 8-, 4-, 2- or 1-byte units, whichever divides it and both base addresses).
 template <typename U, typename I>
 __global__ void index_select_kernel(const U* x, const I* index, int64_t index_step, U* out,
-                                    Blocks b, int64_t count, int64_t total) {
+                                    DimBlocks b, int64_t count, int64_t total) {
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
          t += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = t % b.inner, rest = t / b.inner;
@@ -209,7 +197,7 @@ __global__ void index_select_kernel(const U* x, const I* index, int64_t index_st
 // the CPU does.
 template <typename T, typename I>
 __global__ void index_add_kernel(T* out, const I* index, int64_t index_step, const T* source,
-                                 Blocks b, int64_t count, int64_t total, T scale, bool unit) {
+                                 DimBlocks b, int64_t count, int64_t total, T scale, bool unit) {
     for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
          t += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = t % b.inner, rest = t / b.inner;
@@ -311,7 +299,7 @@ BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
 
 void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
                           int dim) {
-    Blocks b = blocks_of(x, dim);
+    DimBlocks b = dim_blocks(x, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     if (b.outer * count * b.inner == 0) return;
     size_t row_bytes = size_t(b.inner) * itemsize(x.dtype);
@@ -329,7 +317,7 @@ void index_select_forward(const StridedView& x, const StridedView& index, const 
 
 void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
                        int dim, double alpha) {
-    Blocks b = blocks_of(out, dim);
+    DimBlocks b = dim_blocks(out, dim);
     int64_t count = index.numel(), index_step = index.ndim ? index.strides[0] : 0;
     int64_t total = b.outer * count * b.inner;
     if (total == 0) return;

@@ -12,13 +12,12 @@
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
 #include "ops/interpolate_kernels.h"
+#include "ops/interpolate_math.h"
 
 namespace lumen::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // One spatial dim: sizes, the scale in T (as the CPU's tables use it), and whether a linear dim
 // resamples (in != out; otherwise it is the identity).
@@ -37,7 +36,7 @@ struct Axes {
     bool exact = false;  // nearest-exact
 };
 
-// The CPU's nearest_index / linear_axis scales, on the host in T.
+// The scales of every dim, on the host in T (ops/interpolate_math.h).
 template <typename T>
 Axes<T> make_axes(const InterpolateGeometry& g) {
     Axes<T> axes;
@@ -48,47 +47,28 @@ Axes<T> make_axes(const InterpolateGeometry& g) {
         Axis<T>& a = axes.dim[d];
         a.in = g.in[d];
         a.out = g.out[d];
-        double factor = g.scale_factor[d];
-        T ratio = factor > 0 ? T(1.0 / factor) : T(a.in) / T(a.out);
-        if (g.mode == InterpolateMode::linear) {
-            a.two_taps = a.in != a.out;
-            a.scale = !g.align_corners ? ratio : a.out > 1 ? T(a.in - 1) / T(a.out - 1) : T(0);
-        } else {
-            a.scale = ratio;
-        }
+        bool linear = g.mode == InterpolateMode::linear;
+        a.two_taps = linear && a.in != a.out;
+        a.scale = interpolate_scale<T>(a.in, a.out, g.scale_factor[d], linear && g.align_corners);
     }
     return axes;
 }
 
-// nearest: min(floor(o * scale), in - 1); nearest-exact: min(floor((o + 0.5) * scale), in - 1),
-// the position rounded to float first, as the CPU (neither expression can fuse into an fma).
 template <typename T>
 __device__ int64_t nearest_source(const Axis<T>& a, int64_t o, bool exact) {
-    float source = exact ? float((double(o) + 0.5) * double(a.scale)) : float(T(a.scale * T(o)));
-    return imin(int64_t(floorf(source)), a.in - 1);
+    return nearest_source_index(a.scale, o, a.in, exact);
 }
 
-// Output o of a linear dim reads inputs i0, i1 with weights l0, l1.
+// The taps of output o; a dim with in == out copies.
 template <typename T>
-struct Tap {
-    int64_t i0, i1;
-    T l0, l1;
-};
-
-template <typename T>
-__device__ Tap<T> linear_tap(const Axis<T>& a, int64_t o, bool align_corners) {
+__device__ LinearTap<T> linear_tap(const Axis<T>& a, int64_t o, bool align_corners) {
     if (!a.two_taps) return {o, o, T(1), T(0)};
-    T source = align_corners ? T(a.scale * T(o)) : T(fma(double(a.scale), double(o) + 0.5, -0.5));
-    if (!align_corners && source < T(0)) source = T(0);
-    int64_t i0 = imin(int64_t(source), a.in - 1);
-    T l1 = source - T(i0);
-    l1 = l1 < T(0) ? T(0) : (l1 > T(1) ? T(1) : l1);
-    return {i0, i0 + (i0 < a.in - 1 ? 1 : 0), T(1) - l1, l1};
+    return linear_source(a.scale, o, a.in, align_corners);
 }
 
 // The weight with which output tap t reads input i (both taps may be i at the last input).
 template <typename T>
-__device__ T tap_weight(const Tap<T>& t, int64_t i) {
+__device__ T tap_weight(const LinearTap<T>& t, int64_t i) {
     return (t.i0 == i ? t.l0 : T(0)) + (t.i1 == i ? t.l1 : T(0));
 }
 
@@ -178,8 +158,9 @@ __global__ void linear_forward_kernel(const T* x, T* y, Axes<T> axes, int64_t co
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += int64_t(gridDim.x) * blockDim.x) {
         Position o = position_of(i, axes, true);
-        Tap<T> td = linear_tap(axes.dim[0], o.c[0], ac), th = linear_tap(axes.dim[1], o.c[1], ac);
-        Tap<T> tw = linear_tap(axes.dim[2], o.c[2], ac);
+        LinearTap<T> td = linear_tap(axes.dim[0], o.c[0], ac);
+        LinearTap<T> th = linear_tap(axes.dim[1], o.c[1], ac);
+        LinearTap<T> tw = linear_tap(axes.dim[2], o.c[2], ac);
         const T* plane = x + o.plane * in_plane;
         auto row = [&](int64_t d, int64_t h) {
             const T* r = plane + (d * in_h + h) * in_w;

@@ -4,7 +4,6 @@
 // per column runs down its line (adjacent threads read adjacent columns, and the sums are the
 // CPU's, in its order); with inner == 1 short lines get one thread each and long ones a warp,
 // which scans 128 elements per step with shuffles and carries the total to the next step.
-#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
@@ -38,34 +37,6 @@ __global__ void tril_kernel(const T* x, T* out, int64_t rows, int64_t cols, int6
         out[i] = keep ? x[i] : T(0);
     }
 }
-
-// cumsum's accumulation and output types, as the CPU's: float32 adds in double; integers and
-// bool give int64; the half types (CUDA only) add in float and keep their dtype.
-template <typename T>
-struct ScanTypes {
-    using acc = int64_t;
-    using out = int64_t;
-};
-template <>
-struct ScanTypes<float> {
-    using acc = double;
-    using out = float;
-};
-template <>
-struct ScanTypes<double> {
-    using acc = double;
-    using out = double;
-};
-template <>
-struct ScanTypes<Half> {
-    using acc = float;
-    using out = Half;
-};
-template <>
-struct ScanTypes<BFloat16> {
-    using acc = float;
-    using out = BFloat16;
-};
 
 template <typename Acc, typename T>
 __device__ __forceinline__ Acc load_acc(T value) {
@@ -177,13 +148,12 @@ void tril_forward(const StridedView& x, const StridedView& out, int64_t diagonal
 }
 
 void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool reverse) {
-    int64_t outer = 1, length = x.ndim ? x.shape[dim] : 1, inner = 1;
-    for (int d = 0; d < dim; ++d) outer *= x.shape[d];
-    for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
+    const DimBlocks b = dim_blocks(x, dim);
+    const int64_t outer = b.outer, length = b.length, inner = b.inner;
     if (outer * length * inner == 0) return;
     dispatch_all(x.dtype, "cumsum", [&]<typename T>() {
-        using Acc = typename ScanTypes<T>::acc;
-        using Out = typename ScanTypes<T>::out;
+        using Acc = typename CumsumTypes<T>::acc;
+        using Out = typename CumsumTypes<T>::out;
         const T* in = x.ptr<const T>();
         Out* to = out.ptr<Out>();
         if (inner > 1 || length <= kWarpSize) {

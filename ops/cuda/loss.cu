@@ -246,6 +246,19 @@ ClassArgs<T> class_args(const StridedView& input, const StridedView& weight,
     return a;
 }
 
+// class_args plus the class-index target and the options (cross_entropy, nll_loss).
+template <typename T>
+ClassArgs<T> class_index_args(const StridedView& input, const StridedView& target,
+                              const StridedView& weight, const ClassLossOptions& options,
+                              const T* weight_total) {
+    ClassArgs<T> a = class_args<T>(input, weight, weight_total);
+    a.target = target.ptr<const int64_t>();
+    a.ignore_index = options.ignore_index;
+    a.smoothing = T(options.label_smoothing);
+    a.from_logits = options.from_logits;
+    return a;
+}
+
 // The sum of the class weights on the device (when there are weights).
 template <typename T>
 void weight_total(const StridedView& weight, int64_t classes, T* out) {
@@ -276,11 +289,7 @@ int64_t class_loss_forward(const StridedView& input, const StridedView& target,
     dispatch_floating(input.dtype, op, [&]<typename T>() {
         Scratch scratch(sizeof(T));
         weight_total<T>(weight, input.shape[1], scratch.as<T>());
-        ClassArgs<T> a = class_args<T>(input, weight, scratch.as<T>());
-        a.target = target.ptr<const int64_t>();
-        a.ignore_index = options.ignore_index;
-        a.smoothing = T(options.label_smoothing);
-        a.from_logits = options.from_logits;
+        ClassArgs<T> a = class_index_args<T>(input, target, weight, options, scratch.as<T>());
         a.losses = losses.data ? losses.ptr<T>() : nullptr;
         a.lse = lse.data ? lse.ptr<T>() : nullptr;
         by_layout(a.positions, a.samples, [&]<int kLanes>(unsigned blocks) {
@@ -306,11 +315,7 @@ void class_loss_backward(const StridedView& input, const StridedView& target,
     dispatch_floating(input.dtype, op, [&]<typename T>() {
         Scratch scratch(sizeof(T));
         weight_total<T>(weight, input.shape[1], scratch.as<T>());
-        ClassArgs<T> a = class_args<T>(input, weight, scratch.as<T>());
-        a.target = target.ptr<const int64_t>();
-        a.ignore_index = options.ignore_index;
-        a.smoothing = T(options.label_smoothing);
-        a.from_logits = options.from_logits;
+        ClassArgs<T> a = class_index_args<T>(input, target, weight, options, scratch.as<T>());
         a.lse = lse.data ? lse.ptr<T>() : nullptr;
         const T* g = grad_losses.data ? grad_losses.ptr<const T>() : nullptr;
         by_layout(a.positions, a.samples, [&]<int kLanes>(unsigned blocks) {

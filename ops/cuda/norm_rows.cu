@@ -224,46 +224,54 @@ __global__ void row_block_forward_kernel(RowArgs<T> args) {
     }
 }
 
+// Calls pack(i0, x, g, w) for this thread's packs of block row r, in order: the kVec values
+// of x, grad_out and the weight (1 when absent) from element i0 on. Both passes of the
+// backward walk the row this way.
+template <typename T, int kVec, typename Pack>
+__device__ __forceinline__ void for_each_backward_pack(const RowArgs<T>& args, int64_t r,
+                                                       const Pack& pack) {
+    using A = acc_t<T>;
+    const RowNormLayout& lay = args.lay;
+    const int64_t n = lay.length, step = int64_t(blockDim.x) * kVec;
+    const int64_t first = (r % lay.groups) * lay.channels_per_group;
+    const T* xr = args.x + r * n;
+    const T* gr = args.g + r * n;
+    Cursor at(int64_t(threadIdx.x) * kVec, step, lay.spatial);
+    for (int64_t i0 = int64_t(threadIdx.x) * kVec; i0 < n; i0 += step, at.advance()) {
+        A x[kVec], g[kVec], w[kVec];
+        load_pack<T, kVec>(xr + i0, x);
+        load_pack<T, kVec>(gr + i0, g);
+        affine_pack<T, kVec>(args.w, first + at.outer, lay.spatial == 1, A(1), w);
+        pack(i0, x, g, w);
+    }
+}
+
 template <typename T, int kVec>
 __global__ void row_block_backward_kernel(RowArgs<T> args) {
     using A = acc_t<T>;
     __shared__ A scratch[kWarpSize];
     const RowNormLayout& lay = args.lay;
-    const int64_t n = lay.length, step = int64_t(blockDim.x) * kVec;
-    const bool per_element = lay.spatial == 1;
+    const int64_t n = lay.length;
     for (int64_t r = blockIdx.x; r < lay.rows; r += gridDim.x) {
-        const T* xr = args.x + r * n;
-        const T* gr = args.g + r * n;
         const A mean = args.mean[r], rstd = args.rstd[r];
-        const int64_t first = (r % lay.groups) * lay.channels_per_group;
         A sum_gw = 0, sum_gwx = 0;
-        Cursor at(int64_t(threadIdx.x) * kVec, step, lay.spatial);
-        for (int64_t i0 = int64_t(threadIdx.x) * kVec; i0 < n; i0 += step, at.advance()) {
-            A x[kVec], g[kVec], w[kVec];
-            load_pack<T, kVec>(xr + i0, x);
-            load_pack<T, kVec>(gr + i0, g);
-            affine_pack<T, kVec>(args.w, first + at.outer, per_element, A(1), w);
+        for_each_backward_pack<T, kVec>(args, r, [&](int64_t, A* x, A* g, A* w) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
                 sum_gw += g[e] * w[e];
                 sum_gwx += g[e] * w[e] * (x[e] - mean);
             }
-        }
+        });
         sum_gw = block_sum(sum_gw, scratch);
         sum_gwx = block_sum(sum_gwx, scratch) * rstd;
         const A a = lay.center ? sum_gw / A(n) : A(0);
         const A c = sum_gwx / A(n);
-        Cursor again(int64_t(threadIdx.x) * kVec, step, lay.spatial);
-        for (int64_t i0 = int64_t(threadIdx.x) * kVec; i0 < n; i0 += step, again.advance()) {
-            A x[kVec], g[kVec], w[kVec];
-            load_pack<T, kVec>(xr + i0, x);
-            load_pack<T, kVec>(gr + i0, g);
-            affine_pack<T, kVec>(args.w, first + again.outer, per_element, A(1), w);
+        for_each_backward_pack<T, kVec>(args, r, [&](int64_t i0, A* x, A* g, A* w) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e)
                 x[e] = rstd * (g[e] * w[e] - a - (x[e] - mean) * rstd * c);
             store_pack<T, kVec>(args.y + r * n + i0, x);
-        }
+        });
     }
 }
 

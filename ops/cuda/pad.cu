@@ -14,19 +14,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The input index output o copies along one dim, or -1 for the constant (the CPU's rule).
-__device__ int64_t source_index(int64_t o, int64_t before, int64_t in, PadMode mode) {
-    int64_t p = o - before;
-    if (p >= 0 && p < in) return p;
-    switch (mode) {
-        case PadMode::constant: return -1;
-        case PadMode::reflect: return p < 0 ? -p : 2 * (in - 1) - p;
-        case PadMode::replicate: return p < 0 ? 0 : in - 1;
-        case PadMode::circular: return ((p % in) + in) % in;
-    }
-    return -1;
-}
-
 template <typename T>
 __global__ void pad_forward_kernel(const T* x, T* y, PadGeometry g, T value, int64_t count) {
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
@@ -34,7 +21,7 @@ __global__ void pad_forward_kernel(const T* x, T* y, PadGeometry g, T value, int
         int64_t rest = i, offset = 0, stride = 1;
         bool inside = true;
         for (int j = g.dims - 1; j >= 0; --j) {
-            int64_t source = source_index(rest % g.out[j], g.before[j], g.in[j], g.mode);
+            int64_t source = pad_source_index(rest % g.out[j], g.before[j], g.in[j], g.mode);
             rest /= g.out[j];
             inside = inside && source >= 0;
             offset += source * stride;
@@ -61,7 +48,7 @@ __device__ void add_range(Ranges& r, int64_t lo, int64_t hi, int64_t out) {
     }
 }
 
-// The outputs o (position p = o - before) whose source_index is i, for the non-constant modes.
+// The outputs o (position p = o - before) whose pad_source_index is i, for the non-constant modes.
 // The pad limits checked in ops/pad.cpp keep p within [-in, 2 in), so these are all.
 __device__ Ranges copies_of(int64_t i, int64_t before, int64_t in, int64_t out, PadMode mode) {
     Ranges r;
@@ -134,15 +121,7 @@ void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
     int64_t count = grad_x.numel();
     if (count == 0) return;
     if (geometry.mode == PadMode::constant) {
-        // Input i was output i + before: pad grad_out by -before / -after with zeros.
-        PadGeometry inverse = geometry;
-        inverse.value = 0.0;
-        for (int j = 0; j < geometry.dims; ++j) {
-            inverse.in[j] = geometry.out[j];
-            inverse.out[j] = geometry.in[j];
-            inverse.before[j] = -geometry.before[j];
-        }
-        pad_forward(grad_out, grad_x, inverse);
+        pad_forward(grad_out, grad_x, constant_pad_inverse(geometry));
         return;
     }
     dispatch_floating(grad_x.dtype, "pad", [&]<typename T>() {

@@ -4,13 +4,12 @@
 // formulas, so a seed and an offset give the CPU's numbers (randn up to the last bits of the
 // device's log / sin / cos).
 #include <cstdint>
-#include <type_traits>
 
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/scratch.cuh"
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
 #include "core/philox.h"
-#include "core/cuda/scratch.cuh"
 #include "ops/random_kernels.h"
 
 namespace lumen::cuda {
@@ -18,34 +17,19 @@ namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925;
 
-// Elements per Philox block of a uniform draw in precision U: one 24-bit float per word, or
-// one 53-bit double per two words.
-template <typename U>
-constexpr int kPerBlock = std::is_same_v<U, float> ? 4 : 2;
-
-// The uniform of element w of a block.
-template <typename U>
-__device__ U uniform_of(const Philox4& bits, int w) {
-    if constexpr (std::is_same_v<U, float>) {
-        return uniform_float(bits.x[w]);
-    } else {
-        return uniform_double(bits.x[2 * w], bits.x[2 * w + 1]);
-    }
-}
-
 // First and stride of a grid-stride loop over Philox blocks.
 __device__ int64_t first_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
 template <typename T>
 __global__ void rand_kernel(uint64_t seed, uint64_t offset, T* out, int64_t numel) {
-    constexpr int kPer = kPerBlock<T>;
+    constexpr int kPer = kUniformsPerBlock<T>;
     const int64_t blocks = (numel + kPer - 1) / kPer;
     for (int64_t block = first_index(); block < blocks; block += grid_stride()) {
         const Philox4 bits = philox4x32(seed, offset + uint64_t(block));
 #pragma unroll
         for (int w = 0; w < kPer; ++w)
-            if (block * kPer + w < numel) out[block * kPer + w] = uniform_of<T>(bits, w);
+            if (block * kPer + w < numel) out[block * kPer + w] = uniform_at<T>(bits.x, w);
     }
 }
 
@@ -87,7 +71,7 @@ __global__ void randint_kernel(uint64_t seed, uint64_t offset, int64_t low, uint
 template <typename P, typename T>
 __global__ void bernoulli_kernel(uint64_t seed, uint64_t offset, const P* prob, T* out,
                                  int64_t numel, unsigned long long* first_invalid) {
-    constexpr int kPer = kPerBlock<P>;
+    constexpr int kPer = kUniformsPerBlock<P>;
     const int64_t blocks = (numel + kPer - 1) / kPer;
     for (int64_t block = first_index(); block < blocks; block += grid_stride()) {
         const Philox4 bits = philox4x32(seed, offset + uint64_t(block));
@@ -97,7 +81,7 @@ __global__ void bernoulli_kernel(uint64_t seed, uint64_t offset, const P* prob, 
             if (i >= numel) continue;
             const P p = prob[i];
             if (!(p >= P(0) && p <= P(1))) atomicMin(first_invalid, (unsigned long long)i);
-            out[i] = T(uniform_of<P>(bits, w) < p);
+            out[i] = T(uniform_at<P>(bits.x, w) < p);
         }
     }
 }
@@ -105,14 +89,14 @@ __global__ void bernoulli_kernel(uint64_t seed, uint64_t offset, const P* prob, 
 template <typename P, typename T>
 __global__ void bernoulli_scalar_kernel(uint64_t seed, uint64_t offset, P threshold, T* out,
                                         int64_t numel) {
-    constexpr int kPer = kPerBlock<P>;
+    constexpr int kPer = kUniformsPerBlock<P>;
     const int64_t blocks = (numel + kPer - 1) / kPer;
     for (int64_t block = first_index(); block < blocks; block += grid_stride()) {
         const Philox4 bits = philox4x32(seed, offset + uint64_t(block));
 #pragma unroll
         for (int w = 0; w < kPer; ++w)
             if (block * kPer + w < numel)
-                out[block * kPer + w] = T(uniform_of<P>(bits, w) < threshold);
+                out[block * kPer + w] = T(uniform_at<P>(bits.x, w) < threshold);
     }
 }
 
@@ -127,8 +111,8 @@ void rand_forward(uint64_t seed, uint64_t offset, const StridedView& out) {
     const int64_t numel = out.numel();
     if (numel == 0) return;
     dispatch_floating(out.dtype, "rand", [&]<typename T>() {
-        rand_kernel<T>
-            <<<grid_for_blocks(numel, kPerBlock<T>), 256>>>(seed, offset, out.ptr<T>(), numel);
+        rand_kernel<T><<<grid_for_blocks(numel, kUniformsPerBlock<T>), 256>>>(seed, offset,
+                                                                              out.ptr<T>(), numel);
     });
     LUMEN_CUDA_CHECK_LAUNCH("rand_kernel");
 }
@@ -163,7 +147,7 @@ int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
     LUMEN_CUDA_CHECK(cudaMemsetAsync(flag.data(), 0xff, sizeof(unsigned long long)));
     dispatch_floating(p.dtype, "bernoulli", [&]<typename P>() {
         dispatch_numeric_bool(out.dtype, "bernoulli", [&]<typename T>() {
-            bernoulli_kernel<P, T><<<grid_for_blocks(numel, kPerBlock<P>), 256>>>(
+            bernoulli_kernel<P, T><<<grid_for_blocks(numel, kUniformsPerBlock<P>), 256>>>(
                 seed, offset, p.ptr<const P>(), out.ptr<T>(), numel, flag.as<unsigned long long>());
         });
     });
@@ -180,7 +164,7 @@ void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType pr
     if (numel == 0) return;
     dispatch_floating(precision, "bernoulli", [&]<typename P>() {
         dispatch_numeric_bool(out.dtype, "bernoulli", [&]<typename T>() {
-            bernoulli_scalar_kernel<P, T><<<grid_for_blocks(numel, kPerBlock<P>), 256>>>(
+            bernoulli_scalar_kernel<P, T><<<grid_for_blocks(numel, kUniformsPerBlock<P>), 256>>>(
                 seed, offset, P(p), out.ptr<T>(), numel);
         });
     });

@@ -27,18 +27,7 @@ constexpr int kWarpBlock = 128;   // threads of a warp-per-row block
 constexpr int kColumnThreads = 256;
 constexpr int kMaxBlocks = 1 << 20;  // grid-stride loops beyond
 
-struct Layout {
-    int64_t outer = 1, length = 1, inner = 1;
-};
-
-Layout layout_of(const StridedView& v, int dim) {
-    Layout layout;
-    if (v.ndim == 0) return layout;
-    for (int d = 0; d < dim; ++d) layout.outer *= v.shape[d];
-    layout.length = v.shape[dim];
-    for (int d = dim + 1; d < v.ndim; ++d) layout.inner *= v.shape[d];
-    return layout;
-}
+using Layout = DimBlocks;  // (outer, length, inner) around the softmax dim
 
 int64_t next_pow2(int64_t v) {
     int64_t p = 1;
@@ -498,7 +487,7 @@ void backward_typed(const Layout& layout, const T* y, const T* g, T* dx, bool lo
 }  // namespace
 
 void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool log) {
-    Layout layout = layout_of(x, dim);
+    Layout layout = dim_blocks(x, dim);
     if (layout.outer * layout.length * layout.inner == 0) return;
     dispatch_floating_half(x.dtype, log ? "log_softmax" : "softmax", [&]<typename T>() {
         forward_typed<T>(layout, x.ptr<const T>(), y.ptr<T>(), log);
@@ -507,7 +496,7 @@ void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool l
 
 void softmax_backward(const StridedView& y, const StridedView& grad_out, const StridedView& grad_x,
                       int dim, bool log) {
-    Layout layout = layout_of(y, dim);
+    Layout layout = dim_blocks(y, dim);
     if (layout.outer * layout.length * layout.inner == 0) return;
     dispatch_floating_half(y.dtype, log ? "log_softmax" : "softmax", [&]<typename T>() {
         backward_typed<T>(layout, y.ptr<const T>(), grad_out.ptr<const T>(), grad_x.ptr<T>(), log);

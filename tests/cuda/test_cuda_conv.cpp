@@ -8,7 +8,7 @@
 
 #include "core/cuda_guard.h"
 #include "ops/conv_kernels.h"
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -108,30 +108,17 @@ void require_conv_parity(const ConvCase& c, DType dtype, bool with_bias, bool st
     INFO(c.name << ": x " << text(c.x) << ", w " << text(c.w) << ", " << dtype_name(dtype)
                 << (with_bias ? ", bias" : ", no bias") << (strided ? ", non-contiguous x" : ""));
     Tensor x = random_input(c.x, 1).to(dtype), w = random_input(c.w, 2).to(dtype);
-    Tensor b = random_input({out_channels(c)}, 3).to(dtype);
-    auto leaf = [&](const Tensor& t, bool gpu, bool reorder) {
-        Tensor placed = gpu ? t.cuda() : t;
-        return (reorder ? noncontiguous(placed) : placed).detach().requires_grad_();
-    };
-    std::vector<Tensor> cpu = {leaf(x, false, strided), leaf(w, false, false)};
-    std::vector<Tensor> gpu = {leaf(x, true, strided), leaf(w, true, false)};
-    if (with_bias) {
-        cpu.push_back(leaf(b, false, false));
-        gpu.push_back(leaf(b, true, false));
-    }
-    Tensor want = run_conv(c, cpu[0], cpu[1], with_bias ? cpu[2] : Tensor());
-    Tensor got = run_conv(c, gpu[0], gpu[1], with_bias ? gpu[2] : Tensor());
-    REQUIRE(got.is_cuda());
+    Tensor b = with_bias ? random_input({out_channels(c)}, 3).to(dtype) : Tensor();
+    Function f = [&](const std::vector<Tensor>& in) { return run_conv(c, in[0], in[1], in[2]); };
+    std::vector<Tensor> want = output_and_grads(f, {x, w, b}, Device::cpu(), strided);
+    std::vector<Tensor> got = output_and_grads(f, {x, w, b}, Device::cuda(), strided);
+    REQUIRE(got.size() == want.size());
     double rtol = dtype == DType::float64 ? 1e-10 : 1e-4;
     double atol = dtype == DType::float64 ? 1e-10 : 5e-4;
-    require_close(got.cpu(), want, rtol, atol);
-    Tensor g = random_input(want.shape(), 4).to(dtype);
-    want.backward(g);
-    got.backward(g.cuda());
-    const char* names[] = {"grad input", "grad weight", "grad bias"};
-    for (size_t i = 0; i < cpu.size(); ++i) {
+    const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+    for (size_t i = 0; i < got.size(); ++i) {
         INFO(names[i]);
-        require_close(gpu[i].grad().cpu(), cpu[i].grad(), rtol, atol);
+        require_close(got[i], want[i], rtol, atol);
     }
 }
 

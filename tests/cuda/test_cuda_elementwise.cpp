@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -64,34 +64,26 @@ TEST_CASE("unary ops and their backward match the CPU on the GPU", "[cuda][ops][
             INFO(op.name << " " << dtype_name(dtype));
             Tensor x = input_for(op, dtype, 7);
             double tol = tolerance(dtype);
-            // forward: contiguous and transposed (strided) inputs
-            require_close(op.f(x.cuda()).cpu(), op.f(x), tol, tol);
+            // forward and backward (through the fused kernel); forward of a transposed input
+            require_cuda_parity(op.f, x, tol, tol);
             require_close(op.f(x.cuda().t()).cpu(), op.f(x.t()), tol, tol);
-            // backward through the fused kernel
-            Tensor g = random_input({37, 53}, 8).to(dtype);
-            Tensor xc = x.detach().requires_grad_();
-            op.f(xc).backward(g);
-            Tensor xg = x.cuda().detach().requires_grad_();
-            op.f(xg).backward(g.cuda());
-            REQUIRE(xg.grad().is_cuda());
-            require_close(xg.grad().cpu(), xc.grad(), tol, tol);
         }
     }
 }
 
-TEST_CASE("integer unary ops and logical_not match the CPU on the GPU", "[cuda][ops][elementwise]") {
+TEST_CASE("integer unary ops and logical_not match the CPU on the GPU",
+          "[cuda][ops][elementwise]") {
     if (!have_gpu()) return;
     Tensor values = tensor({-7, -1, 0, 2, 5, 100, -3, 9}, {8}, DType::float64);
     for (DType dtype : {DType::int64, DType::int32}) {
         Tensor x = values.to(dtype);
         Tensor d = x.cuda();
-        require_close(neg(d).cpu().to(DType::float64), neg(x).to(DType::float64), 0, 0);
-        require_close(abs(d).cpu().to(DType::float64), abs(x).to(DType::float64), 0, 0);
-        require_close(sign(d).cpu().to(DType::float64), sign(x).to(DType::float64), 0, 0);
-        require_close(square(d).cpu().to(DType::float64), square(x).to(DType::float64), 0, 0);
-        require_close(relu(d).cpu().to(DType::float64), relu(x).to(DType::float64), 0, 0);
-        require_close(clamp(d, -2.0, 4.0).cpu().to(DType::float64),
-                      clamp(x, -2.0, 4.0).to(DType::float64), 0, 0);
+        require_same_on_gpu(neg(d), neg(x));
+        require_same_on_gpu(abs(d), abs(x));
+        require_same_on_gpu(sign(d), sign(x));
+        require_same_on_gpu(square(d), square(x));
+        require_same_on_gpu(relu(d), relu(x));
+        require_same_on_gpu(clamp(d, -2.0, 4.0), clamp(x, -2.0, 4.0));
         CHECK(logical_not(d).cpu().to_vector<bool>() == logical_not(x).to_vector<bool>());
         // float-only ops compute integers in float32 on both devices
         require_close(exp(d.narrow(0, 0, 3)).cpu(), exp(x.narrow(0, 0, 3)), 1e-6, 1e-6);
@@ -133,11 +125,7 @@ TEST_CASE("binary ops broadcast, promote and compare like the CPU on the GPU",
         for (const auto& [name, f] : ops) {
             if (name == "pow" && da == DType::uint8) continue;
             INFO(name << " " << dtype_name(da) << " " << dtype_name(db));
-            Tensor want = f(a, b);
-            Tensor got = f(a.cuda(), b.cuda());
-            CHECK(got.dtype() == want.dtype());
-            CHECK(got.shape() == want.shape());
-            require_close(got.cpu().to(DType::float64), want.to(DType::float64), 1e-6, 1e-6);
+            require_same_on_gpu(f(a.cuda(), b.cuda()), f(a, b), 1e-6);
         }
     }
     // NaN propagates through maximum like on the CPU.
@@ -151,25 +139,18 @@ TEST_CASE("same-shape binary backward, where and masked_fill run on the GPU",
     if (!have_gpu()) return;
     Tensor a = random_input({6, 7}, 21, 0.5, 2.0);
     Tensor b = random_input({6, 7}, 22, 0.5, 2.0);
-    Tensor g = random_input({6, 7}, 23);
-    auto f = [](const Tensor& x, const Tensor& y) {
-        return add(sub(mul(x, y), div(x, y)), maximum(pow(x, y), y));
-    };
-    Tensor ac = a.detach().requires_grad_(), bc = b.detach().requires_grad_();
-    f(ac, bc).backward(g);
-    Tensor ag = a.cuda().detach().requires_grad_(), bg = b.cuda().detach().requires_grad_();
-    f(ag, bg).backward(g.cuda());
-    require_close(ag.grad().cpu(), ac.grad(), 1e-12, 1e-12);
-    require_close(bg.grad().cpu(), bc.grad(), 1e-12, 1e-12);
+    require_cuda_parity(
+        [](const std::vector<Tensor>& in) {
+            const Tensor &x = in[0], &y = in[1];
+            return add(sub(mul(x, y), div(x, y)), maximum(pow(x, y), y));
+        },
+        {a, b}, 1e-12, 1e-12);
 
     Tensor mask = gt(a, 1.2);
     require_close(where(mask.cuda(), a.cuda(), b.cuda()).cpu(), where(mask, a, b), 0, 0);
     require_close(masked_fill(a.cuda(), mask.narrow(0, 0, 1).cuda(), -5.0).cpu(),
                   masked_fill(a, mask.narrow(0, 0, 1), -5.0), 0, 0);
     // where's backward routes the gradient by the condition (same shapes: no reduction).
-    Tensor wc = a.detach().requires_grad_();
-    where(mask, wc, b).backward(g);
-    Tensor wg = a.cuda().detach().requires_grad_();
-    where(mask.cuda(), wg, b.cuda()).backward(g.cuda());
-    require_close(wg.grad().cpu(), wc.grad(), 0, 0);
+    require_cuda_parity(
+        [&](const Tensor& t) { return where(mask.to(t.device()), t, b.to(t.device())); }, a, 0, 0);
 }

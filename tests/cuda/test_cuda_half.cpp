@@ -36,6 +36,18 @@ void require_half_matches(const Unary& f, const Tensor& x32, DType half, DType e
     require_close(got.cpu().to(DType::float32), f(x32), tol, 1e-5);
 }
 
+// The gradient of f on the GPU in `half` (a half gradient) against the float32 CPU one, for
+// the same input and upstream gradient (float32 values that `half` holds exactly).
+void require_half_grad_matches(const Unary& f, const Tensor& x32, const Tensor& g32, DType half,
+                               double rtol, double atol) {
+    Tensor xc = x32.detach().requires_grad_();
+    f(xc).backward(g32);
+    Tensor xg = x32.to(half).cuda().detach().requires_grad_();
+    f(xg).backward(g32.to(half).cuda());
+    CHECK(xg.grad().dtype() == half);
+    require_close(xg.grad().cpu().to(DType::float32), xc.grad(), rtol, atol);
+}
+
 }  // namespace
 
 TEST_CASE("unary ops compute float16 and bfloat16 in float on the GPU", "[cuda][ops][half]") {
@@ -125,13 +137,7 @@ TEST_CASE("half-precision gradients of elementwise ops run on the GPU", "[cuda][
         Tensor g = half_exact({6, 35}, half, 6);
         for (const auto& [name, f] : ops) {
             INFO(name << " gradient " << dtype_name(half));
-            Tensor xc = x.detach().requires_grad_();
-            f(xc).backward(g);
-            Tensor xg = x.to(half).cuda().detach().requires_grad_();
-            f(xg).backward(g.to(half).cuda());
-            CHECK(xg.grad().dtype() == half);
-            require_close(xg.grad().cpu().to(DType::float32), xc.grad(), 4 * ulp(half),
-                          4 * ulp(half));
+            require_half_grad_matches(f, x, g, half, 4 * ulp(half), 4 * ulp(half));
         }
     }
 }
@@ -183,14 +189,9 @@ TEST_CASE("softmax and log_softmax of half types match float32 on the GPU", "[cu
                     return log ? log_softmax(t, dim) : softmax(t, dim);
                 };
                 require_half_matches(f, x, half, half, 2.0);
-                Tensor g = half_exact(shape, half, 9);
-                Tensor xc = x.detach().requires_grad_();
-                f(xc).backward(g);
-                Tensor xg = x.to(half).cuda().detach().requires_grad_();
-                f(xg).backward(g.to(half).cuda());
                 // backward reads the rounded output: a few ulps of |g| + |y| absolute
-                require_close(xg.grad().cpu().to(DType::float32), xc.grad(), 4 * ulp(half),
-                              8 * ulp(half));
+                require_half_grad_matches(f, x, half_exact(shape, half, 9), half, 4 * ulp(half),
+                                          8 * ulp(half));
             }
         }
     }

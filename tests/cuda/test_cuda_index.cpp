@@ -3,12 +3,10 @@
 // int32 indices, repeated indices, strided inputs, every dtype for the pure moves and the
 // integer dtypes for the adds; gradients with the same upstream gradient; and the error paths
 // on the GPU (out-of-range indices reported by value, mixed devices). Skips without a GPU.
-#include <functional>
-#include <string>
+#include <optional>
 #include <vector>
 
-#include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -19,50 +17,7 @@ Tensor ints(const std::vector<int64_t>& values, const Shape& shape) {
     return from_vector(values, shape);
 }
 
-// Random indices in [0, high) of `shape` (a fixed sequence; repeats for big shapes).
-Tensor random_index(const Shape& shape, int64_t high, uint64_t seed) {
-    std::vector<int64_t> values(size_t(shape_numel(shape)));
-    uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
-    for (int64_t& v : values) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        v = int64_t((state >> 33) % uint64_t(high));
-    }
-    return from_vector(values, shape);
-}
-
 double tolerance(DType dtype) { return dtype == DType::float32 ? 1e-5 : 1e-12; }
-
-// The same values in every dtype the moves take (integers in range for uint8 and bool).
-std::vector<Tensor> every_dtype(const Shape& shape, uint64_t seed) {
-    Tensor base = mul(random_input(shape, seed, 0, 1), 100.0).to(DType::int64);
-    std::vector<Tensor> out;
-    for (DType dtype : {DType::float32, DType::float64, DType::int64, DType::int32, DType::uint8,
-                        DType::bool_, DType::float16, DType::bfloat16})
-        out.push_back(base.to(dtype));
-    return out;
-}
-
-void require_same(const Tensor& got, const Tensor& want) {
-    REQUIRE(got.is_cuda());
-    CHECK(got.dtype() == want.dtype());
-    require_close(got.cpu().to(DType::float64), want.to(DType::float64), 0, 0);
-}
-
-using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
-
-// Forward and gradients of f(a, b) on both devices, a and b floating; the index is captured.
-void require_parity2(const Binary& f, const Tensor& a, const Tensor& b, double tol) {
-    Tensor ac = a.detach().requires_grad_(), bc = b.detach().requires_grad_();
-    Tensor yc = f(ac, bc);
-    Tensor g = random_input(yc.shape(), 55).to(yc.dtype());
-    yc.backward(g);
-    Tensor ag = a.cuda().detach().requires_grad_(), bg = b.cuda().detach().requires_grad_();
-    Tensor yg = f(ag, bg);
-    require_close(yg.cpu(), yc, tol, tol);
-    yg.backward(g.cuda());
-    require_close(ag.grad().cpu(), ac.grad(), tol, tol);
-    require_close(bg.grad().cpu(), bc.grad(), tol, tol);
-}
 
 }  // namespace
 
@@ -78,9 +33,9 @@ TEST_CASE("gather and scatter_add match the CPU on the GPU", "[cuda][ops][index]
                 random_index(index_shape, x_shape[size_t(dim)], 3 + uint64_t(dim)).to(index_dtype);
             for (const Tensor& x : every_dtype(x_shape, 4)) {
                 INFO("gather " << dtype_name(x.dtype()));
-                require_same(gather(x.cuda(), dim, index.cuda()), gather(x, dim, index));
+                require_same_on_gpu(gather(x.cuda(), dim, index.cuda()), gather(x, dim, index));
                 // a transposed x and a transposed index (dim moves to 2 - dim)
-                require_same(
+                require_same_on_gpu(
                     gather(x.cuda().transpose(0, 2), 2 - dim, index.cuda().transpose(0, 2)),
                     gather(x.transpose(0, 2), 2 - dim, index.transpose(0, 2)));
             }
@@ -88,34 +43,37 @@ TEST_CASE("gather and scatter_add match the CPU on the GPU", "[cuda][ops][index]
                 INFO("scatter_add " << dtype_name(dtype));
                 Tensor x = mul(random_input(x_shape, 5, 0, 1), 20.0).to(dtype);
                 Tensor src = mul(random_input(index_shape, 6, 0, 1), 20.0).to(dtype);
-                require_same(scatter_add(x.cuda(), dim, index.cuda(), src.cuda()),
-                             scatter_add(x, dim, index, src));
+                require_same_on_gpu(scatter_add(x.cuda(), dim, index.cuda(), src.cuda()),
+                                    scatter_add(x, dim, index, src));
             }
             for (DType dtype : {DType::float32, DType::float64}) {
                 INFO("float " << dtype_name(dtype));
                 Tensor x = random_input(x_shape, 7).to(dtype);
                 Tensor src = random_input(index_shape, 8).to(dtype);
                 Tensor idx = index;
-                require_parity2(
-                    [&](const Tensor& a, const Tensor& s) {
-                        return add(gather(a, dim, idx.to(a.device())),
-                                   mul(s, 0.5));  // gather's backward is a scatter_add
+                double tol = tolerance(dtype);
+                require_cuda_parity(
+                    [&](const std::vector<Tensor>& in) {
+                        return add(gather(in[0], dim, idx.to(in[0].device())),
+                                   mul(in[1], 0.5));  // gather's backward is a scatter_add
                     },
-                    x, src, tolerance(dtype));
-                require_parity2(
-                    [&](const Tensor& a, const Tensor& s) {
-                        return scatter_add(a, dim, idx.to(a.device()), s);
+                    {x, src}, tol, tol);
+                require_cuda_parity(
+                    [&](const std::vector<Tensor>& in) {
+                        return scatter_add(in[0], dim, idx.to(in[0].device()), in[1]);
                     },
-                    x, src, tolerance(dtype));
+                    {x, src}, tol, tol);
             }
         }
     }
     // src larger than index: only the covered part of src gets a gradient
     Tensor x = random_input({4, 5}, 9), src = random_input({6, 5}, 10);
     Tensor index = random_index({3, 4}, 4, 11);
-    require_parity2([&](const Tensor& a,
-                        const Tensor& s) { return scatter_add(a, 0, index.to(a.device()), s); },
-                    x, src, 1e-12);
+    require_cuda_parity(
+        [&](const std::vector<Tensor>& in) {
+            return scatter_add(in[0], 0, index.to(in[0].device()), in[1]);
+        },
+        {x, src}, 1e-12, 1e-12);
 }
 
 TEST_CASE("index_select and index_add match the CPU on the GPU", "[cuda][ops][index]") {
@@ -127,11 +85,11 @@ TEST_CASE("index_select and index_add match the CPU on the GPU", "[cuda][ops][in
             Tensor index = random_index({13}, x_shape[size_t(dim)], 12).to(index_dtype);
             for (const Tensor& x : every_dtype(x_shape, 13)) {
                 INFO("index_select " << dtype_name(x.dtype()));
-                require_same(index_select(x.cuda(), dim, index.cuda()),
-                             index_select(x, dim, index));
+                require_same_on_gpu(index_select(x.cuda(), dim, index.cuda()),
+                                    index_select(x, dim, index));
                 int64_t moved = dim == 2 ? 2 : 1 - dim;  // the same dim of the transposed x
-                require_same(index_select(x.cuda().transpose(0, 1), moved, index.cuda()),
-                             index_select(x.transpose(0, 1), moved, index));
+                require_same_on_gpu(index_select(x.cuda().transpose(0, 1), moved, index.cuda()),
+                                    index_select(x.transpose(0, 1), moved, index));
             }
             Shape source_shape = x_shape;
             source_shape[size_t(dim)] = 13;
@@ -140,36 +98,38 @@ TEST_CASE("index_select and index_add match the CPU on the GPU", "[cuda][ops][in
                 Tensor x = mul(random_input(x_shape, 14, 0, 1), 20.0).to(dtype);
                 Tensor source = mul(random_input(source_shape, 15, 0, 1), 20.0).to(dtype);
                 for (double alpha : {1.0, 3.0}) {
-                    require_same(index_add(x.cuda(), dim, index.cuda(), source.cuda(), alpha),
-                                 index_add(x, dim, index, source, alpha));
+                    require_same_on_gpu(
+                        index_add(x.cuda(), dim, index.cuda(), source.cuda(), alpha),
+                        index_add(x, dim, index, source, alpha));
                 }
             }
             for (DType dtype : {DType::float32, DType::float64}) {
                 INFO("float " << dtype_name(dtype));
                 Tensor x = random_input(x_shape, 16).to(dtype);
                 Tensor source = random_input(source_shape, 17).to(dtype);
+                double tol = tolerance(dtype);
                 for (double alpha : {1.0, -2.5}) {
-                    require_parity2(
-                        [&](const Tensor& a, const Tensor& s) {
-                            return index_add(a, dim, index.to(a.device()), s, alpha);
+                    require_cuda_parity(
+                        [&](const std::vector<Tensor>& in) {
+                            return index_add(in[0], dim, index.to(in[0].device()), in[1], alpha);
                         },
-                        x, source, tolerance(dtype));
+                        {x, source}, tol, tol);
                 }
                 // index_select's backward is an index_add of the gradient
-                require_parity2(
-                    [&](const Tensor& a, const Tensor& s) {
-                        return add(index_select(a, dim, index.to(a.device())), s);
+                require_cuda_parity(
+                    [&](const std::vector<Tensor>& in) {
+                        return add(index_select(in[0], dim, index.to(in[0].device())), in[1]);
                     },
-                    x, source, tolerance(dtype));
+                    {x, source}, tol, tol);
             }
         }
     }
     // a 0-d index selects one slice; rows wider than 16 bytes move in 16-byte units
     Tensor x = random_input({9, 24}, 18).to(DType::float32);
     Tensor scalar = ints({4}, {1}).reshape({});
-    require_same(index_select(x.cuda(), 0, scalar.cuda()), index_select(x, 0, scalar));
-    require_same(index_select(x.cuda().narrow(1, 1, 20), 0, ints({3, 3, 0}, {3}).cuda()),
-                 index_select(x.narrow(1, 1, 20), 0, ints({3, 3, 0}, {3})));
+    require_same_on_gpu(index_select(x.cuda(), 0, scalar.cuda()), index_select(x, 0, scalar));
+    require_same_on_gpu(index_select(x.cuda().narrow(1, 1, 20), 0, ints({3, 3, 0}, {3}).cuda()),
+                        index_select(x.narrow(1, 1, 20), 0, ints({3, 3, 0}, {3})));
 }
 
 TEST_CASE("embedding and its weight gradient match the CPU on the GPU", "[cuda][ops][index]") {
@@ -184,22 +144,16 @@ TEST_CASE("embedding and its weight gradient match the CPU on the GPU", "[cuda][
                  {std::optional<int64_t>(), std::optional<int64_t>(3),
                   std::optional<int64_t>(-1)}) {
                 INFO("padding_idx " << padding.value_or(999));
-                Tensor wc = weight.detach().requires_grad_();
-                Tensor yc = embedding(wc, tokens, padding);
-                Tensor g = random_input(yc.shape(), 21).to(dtype);
-                yc.backward(g);
-                Tensor wg = weight.cuda().detach().requires_grad_();
-                Tensor yg = embedding(wg, tokens.cuda(), padding);
-                require_close(yg.cpu(), yc, 0, 0);
-                yg.backward(g.cuda());
-                require_close(wg.grad().cpu(), wc.grad(), tolerance(dtype), tolerance(dtype));
+                require_cuda_parity(
+                    [&](const std::vector<Tensor>& in) { return embedding(in[0], in[1], padding); },
+                    {weight, tokens}, 0, tolerance(dtype));
             }
         }
     }
     // half-precision tables move by bits
     Tensor table = random_input({10, 8}, 22).to(DType::bfloat16);
     Tensor tokens = random_index({3, 5}, 10, 23);
-    require_same(embedding(table.cuda(), tokens.cuda()), embedding(table, tokens));
+    require_same_on_gpu(embedding(table.cuda(), tokens.cuda()), embedding(table, tokens));
 }
 
 TEST_CASE("repeat_interleave and one_hot match the CPU on the GPU", "[cuda][ops][index]") {
@@ -208,27 +162,26 @@ TEST_CASE("repeat_interleave and one_hot match the CPU on the GPU", "[cuda][ops]
     for (std::optional<int64_t> dim :
          {std::optional<int64_t>(), std::optional<int64_t>(0), std::optional<int64_t>(2)}) {
         INFO("dim " << dim.value_or(-99));
-        require_same(repeat_interleave(x.cuda(), 3, dim), repeat_interleave(x, 3, dim));
+        require_same_on_gpu(repeat_interleave(x.cuda(), 3, dim), repeat_interleave(x, 3, dim));
     }
     Tensor counts = ints({2, 0, 1, 3}, {4});
-    require_same(repeat_interleave(x.cuda(), counts.cuda(), 1), repeat_interleave(x, counts, 1));
-    require_same(repeat_interleave(x.cuda().to(DType::int32), counts.to(DType::int32).cuda(), 1),
-                 repeat_interleave(x.to(DType::int32), counts.to(DType::int32), 1));
+    require_same_on_gpu(repeat_interleave(x.cuda(), counts.cuda(), 1),
+                        repeat_interleave(x, counts, 1));
+    require_same_on_gpu(
+        repeat_interleave(x.cuda().to(DType::int32), counts.to(DType::int32).cuda(), 1),
+        repeat_interleave(x.to(DType::int32), counts.to(DType::int32), 1));
     // gradient: sums over each run of copies
-    Tensor xc = x.detach().requires_grad_(), xg = x.cuda().detach().requires_grad_();
-    Tensor yc = repeat_interleave(xc, counts, 1), yg = repeat_interleave(xg, counts.cuda(), 1);
-    Tensor g = random_input(yc.shape(), 25);
-    yc.backward(g);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), 1e-12, 1e-12);
+    require_cuda_parity(
+        [&](const std::vector<Tensor>& in) { return repeat_interleave(in[0], in[1], 1); },
+        {x, counts}, 0, 1e-12);
 
     Tensor classes = random_index({7, 9}, 6, 26);
     for (DType dtype : {DType::int64, DType::int32}) {
         INFO("one_hot " << dtype_name(dtype));
         Tensor c = classes.to(dtype);
-        require_same(one_hot(c.cuda()), one_hot(c));
-        require_same(one_hot(c.cuda(), 11), one_hot(c, 11));
-        require_same(one_hot(c.cuda().t(), 8), one_hot(c.t(), 8));
+        require_same_on_gpu(one_hot(c.cuda()), one_hot(c));
+        require_same_on_gpu(one_hot(c.cuda(), 11), one_hot(c, 11));
+        require_same_on_gpu(one_hot(c.cuda().t(), 8), one_hot(c.t(), 8));
     }
     CHECK(one_hot(zeros({0}, DType::int64).cuda(), 5).shape() == Shape{0, 5});
 }
@@ -277,16 +230,4 @@ TEST_CASE("index ops report bad indices and mixed devices on the GPU", "[cuda][o
             scatter_add(x, 1, cpu_index.cuda(), random_input({1, 1, 1}));
         },
         {"[scatter_add]", "different devices"});
-}
-
-// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
-// backward sums out * dout, so it also needs the CUDA reductions).
-TEST_CASE("index oracle vectors pass on the GPU", "[cuda][ops][index]") {
-    if (!have_gpu()) return;
-    for (const char* name : {"gather", "embedding"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
 }

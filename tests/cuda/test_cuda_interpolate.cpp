@@ -3,38 +3,17 @@
 // replicate, circular; 1-3 padded dims, negative pads, integer and bool dtypes): outputs and
 // gradients with the same upstream gradient, odd batched shapes, transposed inputs, float32 and
 // float64. Nearest modes must pick the very same inputs (compared exactly). Skips without a GPU.
-#include <functional>
 #include <optional>
-#include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
 
 namespace {
 
-using Op = std::function<Tensor(const Tensor&)>;
-
 double tolerance(DType dtype) { return dtype == DType::float32 ? 2e-5 : 1e-12; }
-
-// Forward and backward of f on both devices from the same input and upstream gradient;
-// `output_tol` may be 0 for ops that only copy.
-void require_parity(const Op& f, const Tensor& x, double output_tol, double grad_tol) {
-    Tensor xc = x.detach().requires_grad_();
-    Tensor yc = f(xc);
-    Tensor g = random_input(yc.shape(), 77).to(yc.dtype());
-    yc.backward(g);
-    Tensor xg = x.cuda().detach().requires_grad_();
-    Tensor yg = f(xg);
-    REQUIRE(yg.is_cuda());
-    INFO("input shape " << text(x.shape()) << ", output shape " << text(yc.shape()));
-    require_close(yg.cpu(), yc, output_tol, output_tol);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), grad_tol, grad_tol);
-}
 
 struct Resize {
     Dims size;
@@ -76,11 +55,11 @@ TEST_CASE("interpolate nearest and nearest-exact pick the CPU's inputs on the GP
                     INFO(mode << " size " << text(r.size) << " scale_factor " << r.scale.size()
                               << " values, first " << (r.scale.empty() ? 0.0 : r.scale[0]) << " "
                               << dtype_name(dtype));
-                    Op f = [&](const Tensor& t) {
+                    UnaryFunction f = [&](const Tensor& t) {
                         return interpolate(t, r.size, r.scale, mode, std::nullopt, r.recompute);
                     };
                     // Copies are exact; the gradient sums in the CPU's order.
-                    require_parity(f, x, 0, tolerance(dtype));
+                    require_cuda_parity(f, x, 0, tolerance(dtype));
                 }
             }
         }
@@ -98,11 +77,11 @@ TEST_CASE("interpolate linear modes match the CPU on the GPU", "[cuda][ops][inte
                     INFO(linear_mode(spatial)
                          << " align_corners " << align << " size " << text(r.size)
                          << " scale_factor values " << r.scale.size() << " " << dtype_name(dtype));
-                    Op f = [&](const Tensor& t) {
+                    UnaryFunction f = [&](const Tensor& t) {
                         return interpolate(t, r.size, r.scale, linear_mode(spatial), align,
                                            r.recompute);
                     };
-                    require_parity(f, x, tol, tol);
+                    require_cuda_parity(f, x, tol, tol);
                 }
             }
         }
@@ -117,23 +96,24 @@ TEST_CASE("interpolate on transposed inputs and area mode match the CPU on the G
         Tensor x = random_input({3, 2, 12, 7}, 21).to(dtype);
         for (const char* mode : {"nearest", "bilinear", "area"}) {
             INFO(mode << " transposed " << dtype_name(dtype));
-            require_parity(
+            require_cuda_parity(
                 [&](const Tensor& t) {
                     return interpolate(t.transpose(2, 3), {10, 17}, {}, mode);
                 },
                 x, tol, tol);
         }
         // area: adaptive average pooling, 1-D through the 2-D pool, 3-D
-        require_parity([](const Tensor& t) { return interpolate(t, {4}, {}, "area"); },
-                       random_input({2, 3, 13}, 22).to(dtype), tol, tol);
-        require_parity(
+        require_cuda_parity([](const Tensor& t) { return interpolate(t, {4}, {}, "area"); },
+                            random_input({2, 3, 13}, 22).to(dtype), tol, tol);
+        require_cuda_parity(
             [](const Tensor& t) {
                 return interpolate(t, {3, 5, 2}, {}, "area");
             },
             random_input({1, 2, 7, 9, 5}, 23).to(dtype), tol, tol);
         // a large plane (thousands of blocks)
-        require_parity([](const Tensor& t) { return interpolate(t, {}, {2.0}, "bilinear", false); },
-                       random_input({1, 2, 300, 257}, 24).to(dtype), tol, tol);
+        require_cuda_parity(
+            [](const Tensor& t) { return interpolate(t, {}, {2.0}, "bilinear", false); },
+            random_input({1, 2, 300, 257}, 24).to(dtype), tol, tol);
     }
 }
 
@@ -185,16 +165,16 @@ TEST_CASE("pad reflect, replicate and circular match the CPU on the GPU", "[cuda
         for (const PadCase& c : border_cases()) {
             INFO(c.mode << " pad " << text(c.pads) << " " << dtype_name(dtype));
             Tensor x = random_input(border_shape(c.pads), 31).to(dtype);
-            Op f = [&](const Tensor& t) { return pad(t, c.pads, c.mode); };
-            require_parity(f, x, 0, tolerance(dtype));
+            UnaryFunction f = [&](const Tensor& t) { return pad(t, c.pads, c.mode); };
+            require_cuda_parity(f, x, 0, tolerance(dtype));
             // unbatched, and a transposed view (the last two dims swapped)
             Tensor unbatched =
                 random_input(Shape(border_shape(c.pads).begin() + 1, border_shape(c.pads).end()),
                              32)
                     .to(dtype);
-            require_parity(f, unbatched, 0, tolerance(dtype));
+            require_cuda_parity(f, unbatched, 0, tolerance(dtype));
             if (c.pads.size() >= 4)
-                require_parity(
+                require_cuda_parity(
                     [&](const Tensor& t) { return pad(t.transpose(-1, -2), c.pads, c.mode); }, x, 0,
                     tolerance(dtype));
         }
@@ -209,10 +189,10 @@ TEST_CASE("constant pad and crop match the CPU on the GPU for every dtype", "[cu
         Tensor x = random_input({2, 3, 5, 7}, 33).to(dtype);
         for (const Dims& p : pads) {
             INFO("constant pad " << text(p) << " " << dtype_name(dtype));
-            require_parity([&](const Tensor& t) { return pad(t, p, "constant", 0.5); }, x, 0,
-                           tolerance(dtype));
-            require_parity([&](const Tensor& t) { return pad(t.transpose(1, 3), p); }, x, 0,
-                           tolerance(dtype));
+            require_cuda_parity([&](const Tensor& t) { return pad(t, p, "constant", 0.5); }, x, 0,
+                                tolerance(dtype));
+            require_cuda_parity([&](const Tensor& t) { return pad(t.transpose(1, 3), p); }, x, 0,
+                                tolerance(dtype));
         }
     }
     Tensor values = mul(random_input({3, 4, 5}, 34, -9, 9), 1.0).to(DType::int64);
@@ -220,10 +200,7 @@ TEST_CASE("constant pad and crop match the CPU on the GPU for every dtype", "[cu
         Tensor x = dtype == DType::uint8 ? abs(values).to(dtype) : values.to(dtype);
         for (const Dims& p : {Dims{2, 1}, Dims{1, -1, 0, 2}, Dims{1, 0, 0, 1, 2, 0}}) {
             INFO("constant pad " << text(p) << " " << dtype_name(dtype));
-            Tensor want = pad(x, p, "constant", 1.0);
-            Tensor got = pad(x.cuda(), p, "constant", 1.0);
-            CHECK(got.dtype() == dtype);
-            require_close(got.cpu().to(DType::float64), want.to(DType::float64), 0, 0);
+            require_same_on_gpu(pad(x.cuda(), p, "constant", 1.0), pad(x, p, "constant", 1.0));
         }
     }
 }
@@ -234,17 +211,4 @@ TEST_CASE("pad argument errors are the same on the GPU", "[cuda][ops][pad]") {
     require_error([&] { pad(x, {4, 0}, "reflect"); }, {"[pad]", "reflect", "smaller"});
     require_error([&] { pad(x, {5, 0}, "circular"); }, {"[pad]", "circular"});
     require_error([&] { pad(x, {1}, "constant"); }, {"[pad]", "odd"});
-}
-
-// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
-// backward sums out * dout, so it also needs the CUDA reductions).
-TEST_CASE("interpolate and pad oracle vectors pass on the GPU", "[cuda][ops][interpolate]") {
-    if (!have_gpu()) return;
-    for (const char* name : {"interp_nearest", "interp_bilinear_ac0", "interp_bilinear_ac1",
-                             "interp_trilinear_ac0", "interp_trilinear_ac1", "pad_reflect"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
 }

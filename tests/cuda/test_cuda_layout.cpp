@@ -3,54 +3,16 @@
 // short lines, long lines scanned by a warp; forward and reversed through the backward),
 // with strided inputs, every dtype for the moves, integer and half dtypes for cumsum, and
 // gradients with the same upstream gradient. Skips with a message without a GPU.
-#include <cmath>
-#include <functional>
-#include <limits>
-#include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
 
 namespace {
 
-using Op = std::function<Tensor(const Tensor&)>;
-
 double tolerance(DType dtype) { return dtype == DType::float32 ? 1e-5 : 1e-12; }
-
-void require_parity(const Op& f, const Tensor& x, double output_tol, double grad_tol) {
-    Tensor xc = x.detach().requires_grad_();
-    Tensor yc = f(xc);
-    Tensor g = random_input(yc.shape(), 66).to(yc.dtype());
-    yc.backward(g);
-    Tensor xg = x.cuda().detach().requires_grad_();
-    Tensor yg = f(xg);
-    REQUIRE(yg.is_cuda());
-    INFO("input shape " << text(x.shape()) << ", output shape " << text(yc.shape()));
-    require_close(yg.cpu(), yc, output_tol, output_tol);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), grad_tol, grad_tol);
-}
-
-// The same values in every dtype (small non-negative integers, so uint8 and bool fit).
-std::vector<Tensor> every_dtype(const Shape& shape, uint64_t seed) {
-    Tensor base = mul(random_input(shape, seed, 0, 1), 50.0).to(DType::int64);
-    std::vector<Tensor> out;
-    for (DType dtype : {DType::float32, DType::float64, DType::int64, DType::int32, DType::uint8,
-                        DType::bool_, DType::float16, DType::bfloat16})
-        out.push_back(base.to(dtype));
-    return out;
-}
-
-void require_same(const Tensor& got, const Tensor& want) {
-    REQUIRE(got.is_cuda());
-    CHECK(got.dtype() == want.dtype());
-    CHECK(got.shape() == want.shape());
-    require_close(got.cpu().to(DType::float64), want.to(DType::float64), 0, 0);
-}
 
 }  // namespace
 
@@ -62,20 +24,21 @@ TEST_CASE("flip and roll match the CPU on the GPU", "[cuda][ops][layout]") {
         for (const Dimlist& dims :
              {Dimlist{}, Dimlist{0}, Dimlist{-1}, Dimlist{0, 2}, Dimlist{1, 2}, Dimlist{0, 1, 2}}) {
             INFO("flip dims " << text(dims));
-            require_same(flip(x.cuda(), dims), flip(x, dims));
-            require_same(flip(x.cuda().transpose(0, 2), dims), flip(x.transpose(0, 2), dims));
+            require_same_on_gpu(flip(x.cuda(), dims), flip(x, dims));
+            require_same_on_gpu(flip(x.cuda().transpose(0, 2), dims),
+                                flip(x.transpose(0, 2), dims));
         }
-        require_same(roll(x.cuda(), {7}), roll(x, {7}));
-        require_same(roll(x.cuda(), {-2, 30}, {1, 2}), roll(x, {-2, 30}, {1, 2}));
-        require_same(roll(x.cuda().transpose(1, 2), {1, 1, 4}, {0, 1, 1}),
-                     roll(x.transpose(1, 2), {1, 1, 4}, {0, 1, 1}));
+        require_same_on_gpu(roll(x.cuda(), {7}), roll(x, {7}));
+        require_same_on_gpu(roll(x.cuda(), {-2, 30}, {1, 2}), roll(x, {-2, 30}, {1, 2}));
+        require_same_on_gpu(roll(x.cuda().transpose(1, 2), {1, 1, 4}, {0, 1, 1}),
+                            roll(x.transpose(1, 2), {1, 1, 4}, {0, 1, 1}));
     }
     for (DType dtype : {DType::float32, DType::float64}) {
         Tensor x = random_input({4, 6, 9}, 2).to(dtype);
-        require_parity([](const Tensor& t) { return flip(t, {0, 2}); }, x, 0, 0);
-        require_parity([](const Tensor& t) { return roll(t, {3, -1}, {2, 0}); }, x, 0, 0);
+        require_cuda_parity([](const Tensor& t) { return flip(t, {0, 2}); }, x, 0, 0);
+        require_cuda_parity([](const Tensor& t) { return roll(t, {3, -1}, {2, 0}); }, x, 0, 0);
         // Swin's cyclic shift of a (B, H, W, C) map
-        require_parity(
+        require_cuda_parity(
             [](const Tensor& t) {
                 return roll(t, {-3, -3}, {1, 2});
             },
@@ -87,23 +50,23 @@ TEST_CASE("repeat, tril, triu and causal_mask match the CPU on the GPU", "[cuda]
     if (!have_gpu()) return;
     for (const Tensor& x : every_dtype({2, 7, 9}, 4)) {
         INFO(dtype_name(x.dtype()));
-        require_same(repeat(x.cuda(), {2, 1, 3}), repeat(x, {2, 1, 3}));
-        require_same(repeat(x.cuda(), {2, 2, 1, 1}), repeat(x, {2, 2, 1, 1}));
+        require_same_on_gpu(repeat(x.cuda(), {2, 1, 3}), repeat(x, {2, 1, 3}));
+        require_same_on_gpu(repeat(x.cuda(), {2, 2, 1, 1}), repeat(x, {2, 2, 1, 1}));
         for (int64_t diagonal : {-3, -1, 0, 2, 8, 20}) {
             INFO("diagonal " << diagonal);
-            require_same(tril(x.cuda(), diagonal), tril(x, diagonal));
-            require_same(triu(x.cuda(), diagonal), triu(x, diagonal));
-            require_same(triu(x.cuda().transpose(1, 2), diagonal),
-                         triu(x.transpose(1, 2), diagonal));
+            require_same_on_gpu(tril(x.cuda(), diagonal), tril(x, diagonal));
+            require_same_on_gpu(triu(x.cuda(), diagonal), triu(x, diagonal));
+            require_same_on_gpu(triu(x.cuda().transpose(1, 2), diagonal),
+                                triu(x.transpose(1, 2), diagonal));
         }
     }
     for (DType dtype : {DType::float32, DType::float64}) {
         Tensor x = random_input({3, 5, 8}, 5).to(dtype);
         double tol = tolerance(dtype);
-        require_parity([](const Tensor& t) { return tril(t, 1); }, x, 0, 0);
-        require_parity([](const Tensor& t) { return triu(t.transpose(1, 2), -1); }, x, 0, 0);
+        require_cuda_parity([](const Tensor& t) { return tril(t, 1); }, x, 0, 0);
+        require_cuda_parity([](const Tensor& t) { return triu(t.transpose(1, 2), -1); }, x, 0, 0);
         // repeat's backward sums the tiles (a reduction on the GPU)
-        require_parity([](const Tensor& t) { return repeat(t, {2, 3, 1, 2}); }, x, 0, tol);
+        require_cuda_parity([](const Tensor& t) { return repeat(t, {2, 3, 1, 2}); }, x, 0, tol);
         for (int64_t size : {0, 1, 5, 33}) {
             INFO("causal_mask " << size << " " << dtype_name(dtype));
             Tensor got = causal_mask(size, dtype, Device::cuda(0));
@@ -120,15 +83,19 @@ TEST_CASE("window_partition and window_reverse match the CPU on the GPU", "[cuda
     for (DType dtype : {DType::float32, DType::float64}) {
         INFO(dtype_name(dtype));
         Tensor x2 = random_input({2, 14, 21, 5}, 6).to(dtype);
-        require_parity([](const Tensor& t) { return window_partition(t, {7, 7}); }, x2, 0, 0);
-        require_parity(
+        require_cuda_parity([](const Tensor& t) { return window_partition(t, {7, 7}); }, x2, 0, 0);
+        require_cuda_parity(
             [](const Tensor& t) {
                 return window_reverse(window_partition(t, {7, 3}), {7, 3}, {2, 14, 21});
             },
             x2, 0, 0);
         Tensor x3 = random_input({2, 4, 6, 6, 3}, 7).to(dtype);
-        require_parity([](const Tensor& t) { return window_partition(t, {2, 3, 3}); }, x3, 0, 0);
-        require_parity(
+        require_cuda_parity(
+            [](const Tensor& t) {
+                return window_partition(t, {2, 3, 3});
+            },
+            x3, 0, 0);
+        require_cuda_parity(
             [](const Tensor& t) {
                 Tensor w = window_partition(t, {2, 3, 3}).flatten(1, -2);  // MONAI's layout
                 return window_reverse(w, {2, 3, 3}, {2, 4, 6, 6});
@@ -154,9 +121,9 @@ TEST_CASE("cumsum matches the CPU on the GPU on every kernel path", "[cuda][ops]
             Tensor x = random_input(c.shape, 8).to(dtype);
             // float32 adds in double on both devices: results agree to float rounding
             double tol = dtype == DType::float32 ? 1e-6 : 1e-12;
-            require_parity([&](const Tensor& t) { return cumsum(t, c.dim); }, x, tol, tol);
-            require_parity([&](const Tensor& t) { return cumsum(t.transpose(0, -1), c.dim); }, x,
-                           tol, tol);
+            require_cuda_parity([&](const Tensor& t) { return cumsum(t, c.dim); }, x, tol, tol);
+            require_cuda_parity([&](const Tensor& t) { return cumsum(t.transpose(0, -1), c.dim); },
+                                x, tol, tol);
         }
     }
     for (DType dtype : {DType::int64, DType::int32, DType::uint8, DType::bool_}) {
@@ -165,7 +132,7 @@ TEST_CASE("cumsum matches the CPU on the GPU on every kernel path", "[cuda][ops]
             Tensor x = mul(random_input(c.shape, 9, 0, 1), 3.0).to(DType::int64).to(dtype);
             Tensor got = cumsum(x.cuda(), c.dim);
             CHECK(got.dtype() == DType::int64);
-            require_same(got, cumsum(x, c.dim));
+            require_same_on_gpu(got, cumsum(x, c.dim));
         }
     }
     // Half types (CUDA only): summed in float, compared with the float32 CPU result.
@@ -181,16 +148,4 @@ TEST_CASE("cumsum matches the CPU on the GPU on every kernel path", "[cuda][ops]
         }
     }
     require_error([] { cumsum(random_input({3}).to(DType::float16), 0); }, {"[cumsum]", "float16"});
-}
-
-// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
-// backward sums out * dout, so it also needs the CUDA reductions).
-TEST_CASE("layout oracle vectors pass on the GPU", "[cuda][ops][layout]") {
-    if (!have_gpu()) return;
-    for (const char* name : {"roll", "cumsum"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -23,19 +23,6 @@ double tolerance(DType dtype) { return dtype == DType::float32 ? 1e-4 : 1e-10; }
 
 using LossFn = std::function<Tensor(const Tensor& input, const Tensor& target)>;
 
-Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(); }
-Tensor leaf_cuda(const Tensor& t) { return t.cuda().detach().requires_grad_(); }
-
-// Classes in [0, classes), every fourth one replaced by `ignore`.
-Tensor class_targets(const Shape& shape, int64_t classes, int64_t ignore, uint64_t seed) {
-    std::vector<double> u = random_input(shape, seed, 0.0, 1.0).to_vector<double>();
-    std::vector<int64_t> t(u.size());
-    for (size_t i = 0; i < u.size(); ++i)
-        t[i] =
-            i % 4 == 1 ? ignore : std::min<int64_t>(classes - 1, int64_t(u[i] * double(classes)));
-    return from_vector(t, {int64_t(t.size())}).reshape(shape);
-}
-
 Shape without_class_dim(const Shape& shape) {
     Shape out = shape;
     out.erase(out.begin() + (shape.size() == 1 ? 0 : 1));
@@ -44,31 +31,14 @@ Shape without_class_dim(const Shape& shape) {
 
 int64_t class_dim(const Shape& shape) { return shape.size() == 1 ? 0 : 1; }
 
-// The loss and its gradients on both devices from the same inputs and upstream gradient (a
-// random one for "none", 1.7 for a reduced loss). A floating target gets a gradient too when
-// `grad_target`. `transpose_last`: both devices see the input through a transposed view.
-void check_loss(const LossFn& f, const Tensor& input, const Tensor& target, bool grad_target,
+// The loss and its gradients on both devices from the same inputs and upstream gradient; a
+// floating target gets a gradient too. `transpose_last`: both devices see the input through a
+// transposed view.
+void check_loss(const LossFn& f, const Tensor& input, const Tensor& target,
                 bool transpose_last = false) {
     double tol = tolerance(input.dtype());
-    Tensor xc = leaf(input), xg = leaf_cuda(input);
-    Tensor in_c = xc, in_g = xg;
-    if (transpose_last) {
-        xc = leaf(input.transpose(-1, -2).contiguous());
-        xg = leaf_cuda(input.transpose(-1, -2).contiguous());
-        in_c = xc.transpose(-1, -2);
-        in_g = xg.transpose(-1, -2);
-    }
-    Tensor tc = grad_target ? leaf(target) : target;
-    Tensor tg = grad_target ? leaf_cuda(target) : target.cuda();
-    Tensor y = f(in_c, tc), yg = f(in_g, tg);
-    REQUIRE(yg.is_cuda());
-    REQUIRE(yg.shape() == y.shape());
-    require_close(yg.cpu(), y, tol, tol);
-    Tensor g = y.ndim() == 0 ? full({}, 1.7, y.dtype()) : random_input(y.shape(), 91).to(y.dtype());
-    y.backward(g);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), tol, tol);
-    if (grad_target) require_close(tg.grad().cpu(), tc.grad(), tol, tol);
+    require_cuda_parity([&](const std::vector<Tensor>& in) { return f(in[0], in[1]); },
+                        {input, target}, tol, tol, transpose_last);
 }
 
 }  // namespace
@@ -97,7 +67,7 @@ TEST_CASE("cross_entropy with class indices matches the CPU on the GPU", "[cuda]
                                                          in.is_cuda() && w.defined() ? w.cuda() : w,
                                                          ignore, mode, ls);
                                 },
-                                x, target, false);
+                                x, target);
                         }
                     }
                 }
@@ -130,7 +100,7 @@ TEST_CASE("nll_loss and class-probability cross_entropy match the CPU on the GPU
                             [&](const Tensor& in, const Tensor& t) {
                                 return nll_loss(in, t, on(in), 2, mode);
                             },
-                            lp, target, false);
+                            lp, target);
                     }
                     for (double ls : {0.0, 0.2}) {
                         INFO("cross_entropy with probabilities "
@@ -140,7 +110,7 @@ TEST_CASE("nll_loss and class-probability cross_entropy match the CPU on the GPU
                             [&](const Tensor& in, const Tensor& t) {
                                 return cross_entropy(in, t, on(in), -100, mode, ls);
                             },
-                            logits, p, true);
+                            logits, p);
                     }
                 }
             }
@@ -159,10 +129,10 @@ TEST_CASE("cross_entropy and mse_loss of transposed inputs match the CPU on the 
             [](const Tensor& in, const Tensor& t) {
                 return cross_entropy(in, t, Tensor(), -100, "mean", 0.1);
             },
-            x, target, false, true);
+            x, target, true);
         Tensor y = random_input({33, 9}, 23).to(dtype);
         check_loss([](const Tensor& in, const Tensor& t) { return mse_loss(in, t, "sum"); }, x, y,
-                   true, true);
+                   true);
     }
 }
 
@@ -194,7 +164,7 @@ TEST_CASE("pointwise losses match the CPU on the GPU for every reduction", "[cud
                 for (const char* mode : kReductions) {
                     INFO(name << " " << text(shape) << " " << dtype_name(dtype) << " " << mode);
                     check_loss([&](const Tensor& in, const Tensor& t) { return f(in, t, mode); }, x,
-                               y, true);
+                               y);
                 }
             }
         }
@@ -220,7 +190,7 @@ TEST_CASE("binary cross entropy with weights and pos_weight matches the CPU on t
                     [&](const Tensor& in, const Tensor& t) {
                         return binary_cross_entropy(in, t, on(in, weight), mode);
                     },
-                    probs, y, true);
+                    probs, y);
             }
             INFO("binary_cross_entropy_with_logits with weight (13, 1) and pos_weight (17)");
             check_loss(
@@ -228,7 +198,7 @@ TEST_CASE("binary cross entropy with weights and pos_weight matches the CPU on t
                     return binary_cross_entropy_with_logits(in, t, on(in, row_weight), mode,
                                                             on(in, pos_weight));
                 },
-                logits, y, true);
+                logits, y);
         }
         INFO("binary_cross_entropy at 0 and 1 (logs clamped at -100)");
         Tensor edges = tensor({0.0, 1.0, 0.5, 1.0}, {4}, dtype);

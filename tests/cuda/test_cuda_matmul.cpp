@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -55,19 +55,9 @@ void require_matmul_parity(const Operand& a, const Operand& b, DType dtype, uint
     INFO("matmul " << describe(a) << " @ " << describe(b) << " " << dtype_name(dtype));
     Tensor a_host = random_input(stored_shape(a), seed).to(dtype);
     Tensor b_host = random_input(stored_shape(b), seed + 1).to(dtype);
-    Tensor a_cpu = a_host.detach().requires_grad_(), b_cpu = b_host.detach().requires_grad_();
-    Tensor a_gpu = a_host.cuda().detach().requires_grad_();
-    Tensor b_gpu = b_host.cuda().detach().requires_grad_();
-    Tensor want = matmul(view_of(a_cpu, a), view_of(b_cpu, b));
-    Tensor got = matmul(view_of(a_gpu, a), view_of(b_gpu, b));
-    REQUIRE(got.is_cuda());
-    double tol = tolerance(dtype);
-    require_close(got.cpu(), want, tol, tol);
-    Tensor g = random_input(want.shape(), seed + 2).to(dtype);
-    want.backward(g);
-    got.backward(g.cuda());
-    require_close(a_gpu.grad().cpu(), a_cpu.grad(), tol, tol);
-    require_close(b_gpu.grad().cpu(), b_cpu.grad(), tol, tol);
+    require_cuda_parity(
+        [&](const std::vector<Tensor>& in) { return matmul(view_of(in[0], a), view_of(in[1], b)); },
+        {a_host, b_host}, tolerance(dtype), tolerance(dtype));
 }
 
 // Restores the TF32 switch when a case ends, failed or not.
@@ -127,23 +117,9 @@ TEST_CASE("linear on the GPU matches the CPU with and without bias", "[cuda][ops
                 Tensor x = random_input(x_shape, 3).to(dtype);
                 Tensor w = random_input({45, 33}, 4).to(dtype);
                 Tensor bias = with_bias ? random_input({45}, 5).to(dtype) : Tensor();
-                std::vector<Tensor> cpu = {x.detach().requires_grad_(),
-                                           w.detach().requires_grad_()};
-                std::vector<Tensor> gpu = {x.cuda().detach().requires_grad_(),
-                                           w.cuda().detach().requires_grad_()};
-                if (with_bias) {
-                    cpu.push_back(bias.detach().requires_grad_());
-                    gpu.push_back(bias.cuda().detach().requires_grad_());
-                }
-                Tensor want = linear(cpu[0], cpu[1], with_bias ? cpu[2] : Tensor());
-                Tensor got = linear(gpu[0], gpu[1], with_bias ? gpu[2] : Tensor());
-                double tol = tolerance(dtype);
-                require_close(got.cpu(), want, tol, tol);
-                Tensor g = random_input(want.shape(), 6).to(dtype);
-                want.backward(g);
-                got.backward(g.cuda());
-                for (size_t i = 0; i < cpu.size(); ++i)
-                    require_close(gpu[i].grad().cpu(), cpu[i].grad(), tol, tol);
+                require_cuda_parity(
+                    [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                    {x, w, bias}, tolerance(dtype), tolerance(dtype));
             }
         }
     }

@@ -9,7 +9,7 @@
 
 #include "core/cuda_guard.h"
 #include "ops/norm_kernels.h"
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -33,27 +33,8 @@ Tensor leaf_cuda(const Tensor& t) {
 void check_parity(const NormFn& f, const Tensor& x, const Tensor& weight, const Tensor& bias,
                   bool transpose_last = false) {
     double tol = tolerance(x.dtype());
-    Tensor xc = leaf(x), wc = leaf(weight), bc = leaf(bias);
-    Tensor xg = leaf_cuda(x), wg = leaf_cuda(weight), bg = leaf_cuda(bias);
-    Tensor in_c = xc, in_g = xg;
-    if (transpose_last) {
-        // the leaves hold the transposed layout; the ops see transposed views
-        xc = leaf(x.transpose(-1, -2).contiguous());
-        xg = leaf_cuda(x.transpose(-1, -2).contiguous());
-        in_c = xc.transpose(-1, -2);
-        in_g = xg.transpose(-1, -2);
-        REQUIRE(!in_g.is_contiguous());
-    }
-    Tensor y = f(in_c, wc, bc);
-    Tensor yg = f(in_g, wg, bg);
-    REQUIRE(yg.is_cuda());
-    require_close(yg.cpu(), y, tol, tol);
-    Tensor g = random_input(y.shape(), 99).to(x.dtype());
-    y.backward(g);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), tol, tol);
-    if (weight.defined()) require_close(wg.grad().cpu(), wc.grad(), tol, tol);
-    if (bias.defined()) require_close(bg.grad().cpu(), bc.grad(), tol, tol);
+    require_cuda_parity([&](const std::vector<Tensor>& in) { return f(in[0], in[1], in[2]); },
+                        {x, weight, bias}, tol, tol, transpose_last);
 }
 
 const std::vector<DType> kFloatTypes = {DType::float32, DType::float64};

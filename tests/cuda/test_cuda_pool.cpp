@@ -4,38 +4,22 @@
 // (non-contiguous) inputs, float32 and float64; outputs, indices and gradients with the same
 // upstream gradient. Skips with a message without a GPU.
 #include <cmath>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
 
 namespace {
 
-using Op = std::function<Tensor(const Tensor&)>;
-
 double tolerance(DType dtype) { return dtype == DType::float32 ? 1e-5 : 1e-12; }
 
-// Runs f forward and backward on the CPU and on the GPU from the same input and upstream
-// gradient, and compares the outputs and the input gradients.
-void require_parity(const Op& f, const Tensor& x, double tol) {
-    Tensor xc = x.detach().requires_grad_();
-    Tensor yc = f(xc);
-    Tensor g = random_input(yc.shape(), 99).to(yc.dtype());
-    yc.backward(g);
-    Tensor xg = x.cuda().detach().requires_grad_();
-    Tensor yg = f(xg);
-    REQUIRE(yg.is_cuda());
-    INFO("output shape " << text(yc.shape()));
-    require_close(yg.cpu(), yc, tol, tol);
-    yg.backward(g.cuda());
-    REQUIRE(xg.grad().is_cuda());
-    require_close(xg.grad().cpu(), xc.grad(), tol, tol);
+// Outputs and input gradients of f on both devices, to `tol`.
+void require_parity(const UnaryFunction& f, const Tensor& x, double tol) {
+    require_cuda_parity(f, x, tol, tol);
 }
 
 struct Window {
@@ -76,7 +60,7 @@ TEST_CASE("max_pool2d and max_pool3d match the CPU on the GPU", "[cuda][ops][poo
         Tensor x2 = random_input({2, 3, 17, 23}, 1).to(dtype);
         for (const Window& w : windows_2d()) {
             INFO("max_pool2d " << describe(w) << " " << dtype_name(dtype));
-            Op f = [&](const Tensor& t) {
+            UnaryFunction f = [&](const Tensor& t) {
                 return max_pool2d(t, w.kernel, w.stride, w.padding, w.dilation, w.ceil_mode);
             };
             require_parity(f, x2, tol);
@@ -93,7 +77,7 @@ TEST_CASE("max_pool2d and max_pool3d match the CPU on the GPU", "[cuda][ops][poo
         Tensor x3 = random_input({2, 2, 7, 9, 10}, 3).to(dtype);
         for (const Window& w : windows_3d()) {
             INFO("max_pool3d " << describe(w) << " " << dtype_name(dtype));
-            Op f = [&](const Tensor& t) {
+            UnaryFunction f = [&](const Tensor& t) {
                 return max_pool3d(t, w.kernel, w.stride, w.padding, w.dilation, w.ceil_mode);
             };
             require_parity(f, x3, tol);
@@ -151,7 +135,7 @@ TEST_CASE("avg_pool2d and avg_pool3d match the CPU on the GPU", "[cuda][ops][poo
                            << text(a.padding) << " ceil " << a.ceil_mode << " count_include_pad "
                            << a.count_include_pad << " divisor " << a.divisor.value_or(0) << " "
                            << dtype_name(dtype));
-            Op f2 = [&](const Tensor& t) {
+            UnaryFunction f2 = [&](const Tensor& t) {
                 return avg_pool2d(t, a.kernel, a.stride, a.padding, a.ceil_mode,
                                   a.count_include_pad, a.divisor);
             };
@@ -162,7 +146,7 @@ TEST_CASE("avg_pool2d and avg_pool3d match the CPU on the GPU", "[cuda][ops][poo
             Dims kernel3 = a.kernel.size() == 1 ? a.kernel : Dims{2, a.kernel[0], a.kernel[1]};
             Dims stride3 = a.stride.size() == 2 ? Dims{1, a.stride[0], a.stride[1]} : a.stride;
             Dims padding3 = a.padding.size() == 2 ? Dims{1, a.padding[0], a.padding[1]} : a.padding;
-            Op f3 = [&](const Tensor& t) {
+            UnaryFunction f3 = [&](const Tensor& t) {
                 return avg_pool3d(t, kernel3, stride3, padding3, a.ceil_mode, a.count_include_pad,
                                   a.divisor);
             };
@@ -222,16 +206,4 @@ TEST_CASE("pool argument errors are the same on the GPU", "[cuda][ops][pool]") {
     require_error([&] { max_pool2d(x, {5}); }, {"[max_pool2d]", "too small"});
     require_error([&] { avg_pool2d(x.to(DType::int64), {2}); }, {"[avg_pool2d]", "int64"});
     require_error([&] { adaptive_avg_pool2d(x, {0}); }, {"[adaptive_avg_pool2d]", "positive"});
-}
-
-// The PyTorch oracle vectors of these ops through `check-vectors --device cuda`'s runner (the
-// backward sums out * dout, so it also needs the CUDA reductions).
-TEST_CASE("pool oracle vectors pass on the GPU", "[cuda][ops][pool]") {
-    if (!have_gpu()) return;
-    for (const char* name : {"max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}) {
-        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/ops/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda(0));
-        INFO(cli::format_result(result));
-        CHECK(result.passed);
-    }
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -21,11 +21,7 @@ double tolerance(DType dtype) { return dtype == DType::float64 ? 1e-10 : 1e-4; }
 
 // f on the CPU and on the GPU from the same values; same dtype, shape and values (NaN == NaN).
 void require_same(const Reduction& f, const Tensor& x, double tol) {
-    Tensor want = f(x);
-    Tensor got = f(x.cuda());
-    REQUIRE(got.is_cuda());
-    CHECK(got.dtype() == want.dtype());
-    require_close(got.cpu().to(DType::float64), want.to(DType::float64), tol, tol);
+    require_same_on_gpu(f(x.cuda()), f(x), tol);
 }
 
 struct Named {
@@ -282,22 +278,19 @@ TEST_CASE("reduction gradients match the CPU on the GPU", "[cuda][ops][reduce]")
     for (const auto& [name, f] : ops) {
         for (const Tensor& input : {tied, tied.permute({2, 0, 1})}) {
             INFO(name << " shape " << text(input.shape()));
-            Tensor xc = input.detach().requires_grad_();
-            Tensor yc = f(xc);
-            Tensor g = random_input(yc.shape(), 32);
-            yc.backward(g);
-            Tensor xg = input.cuda().detach().requires_grad_();
-            f(xg).backward(g.cuda());
-            REQUIRE(xg.grad().is_cuda());
-            require_close(xg.grad().cpu(), xc.grad(), 1e-10, 1e-12);
+            Function on_vector = [&](const std::vector<Tensor>& in) { return f(in[0]); };
+            std::vector<Tensor> want = output_and_grads(on_vector, {input}, Device::cpu());
+            std::vector<Tensor> got = output_and_grads(on_vector, {input}, Device::cuda());
+            require_close(got[1], want[1], 1e-10, 1e-12);
         }
     }
     // Broadcasting binary ops reduce their gradients with sum_to on the GPU.
+    Function broadcast = [](const std::vector<Tensor>& in) {
+        return sum(mul(add(in[0], in[1]), in[0]));
+    };
     Tensor a = random_input({4, 1, 6}, 33), b = random_input({5, 1}, 34);
-    Tensor ac = a.detach().requires_grad_(), bc = b.detach().requires_grad_();
-    sum(mul(add(ac, bc), ac)).backward();
-    Tensor ag = a.cuda().detach().requires_grad_(), bg = b.cuda().detach().requires_grad_();
-    sum(mul(add(ag, bg), ag)).backward();
-    require_close(ag.grad().cpu(), ac.grad(), 1e-10, 1e-12);
-    require_close(bg.grad().cpu(), bc.grad(), 1e-10, 1e-12);
+    std::vector<Tensor> want = output_and_grads(broadcast, {a, b}, Device::cpu());
+    std::vector<Tensor> got = output_and_grads(broadcast, {a, b}, Device::cuda());
+    require_close(got[1], want[1], 1e-10, 1e-12);
+    require_close(got[2], want[2], 1e-10, 1e-12);
 }

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "support/gradcheck.h"
+#include "support/parity.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -23,16 +23,7 @@ double tolerance(DType dtype) { return dtype == DType::float64 ? 1e-12 : 2e-6; }
 
 // Forward and backward (same upstream gradient) on both devices.
 void require_same(const Tensor& x, int64_t dim, bool log, double tol) {
-    Tensor xc = x.detach().requires_grad_();
-    Tensor yc = apply(xc, dim, log);
-    Tensor xg = x.cuda().detach().requires_grad_();
-    Tensor yg = apply(xg, dim, log);
-    REQUIRE(yg.is_cuda());
-    require_close(yg.cpu(), yc, tol, tol);
-    Tensor g = random_input(x.shape(), 77).to(x.dtype());
-    yc.backward(g);
-    yg.backward(g.cuda());
-    require_close(xg.grad().cpu(), xc.grad(), tol, tol);
+    require_cuda_parity([&](const Tensor& t) { return apply(t, dim, log); }, x, tol, tol);
 }
 
 }  // namespace

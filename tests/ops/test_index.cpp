@@ -16,18 +16,6 @@ Tensor ints(const std::vector<int64_t>& values, const Shape& shape) {
     return from_vector(values, shape);
 }
 
-// Random indices in [0, high) of `shape` (a fixed sequence, repeats guaranteed for big shapes).
-Tensor random_index(const Shape& shape, int64_t high, uint64_t seed) {
-    std::vector<int64_t> values(size_t(shape_numel(shape)));
-    uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
-    for (int64_t& v : values) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        v = int64_t((state >> 33) % uint64_t(high));
-    }
-    return from_vector(values, shape);
-}
-
-
 std::vector<double> gather_reference(const Tensor& x, int64_t dim, const Tensor& index) {
     std::vector<double> xs = x.to_vector<double>(), out;
     std::vector<int64_t> idx = index.to_vector<int64_t>();

@@ -106,16 +106,6 @@ std::vector<double> probability_reference(const Tensor& x, const Tensor& target,
     return reduce_reference(losses, mode, double(l.n * l.s));
 }
 
-// Class indices in [0, C) with some entries set to `ignore`, of shape `shape`.
-Tensor class_targets(const Shape& shape, int64_t classes, int64_t ignore, uint64_t seed) {
-    std::vector<double> u = random_input(shape, seed, 0.0, 1.0).to_vector<double>();
-    std::vector<int64_t> t(u.size());
-    for (size_t i = 0; i < u.size(); ++i)
-        t[i] =
-            i % 4 == 1 ? ignore : std::min<int64_t>(classes - 1, int64_t(u[i] * double(classes)));
-    return from_vector(t, {int64_t(t.size())}).reshape(shape);
-}
-
 // Rows of probabilities along the class dim.
 Tensor probabilities(const Shape& shape, uint64_t seed) {
     return softmax(mul(random_input(shape, seed), 2.0), shape.size() == 1 ? 0 : 1);

@@ -1,6 +1,7 @@
 // Test helpers; see gradcheck.h.
 #include "support/gradcheck.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -13,6 +14,26 @@ namespace lumen::testing {
 Tensor random_input(const Shape& shape, uint64_t seed, double low, double high) {
     Generator generator(seed);
     return add(mul(rand(shape, DType::float64, &generator), high - low), low);
+}
+
+Tensor random_index(const Shape& shape, int64_t high, uint64_t seed) {
+    std::vector<int64_t> values(size_t(shape_numel(shape)));
+    // a 64-bit linear congruential sequence; the high bits are the random ones
+    uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+    for (int64_t& v : values) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        v = int64_t((state >> 33) % uint64_t(high));
+    }
+    return from_vector(values, shape);
+}
+
+Tensor class_targets(const Shape& shape, int64_t classes, int64_t ignore, uint64_t seed) {
+    std::vector<double> u = random_input(shape, seed, 0.0, 1.0).to_vector<double>();
+    std::vector<int64_t> t(u.size());
+    for (size_t i = 0; i < u.size(); ++i)
+        t[i] =
+            i % 4 == 1 ? ignore : std::min<int64_t>(classes - 1, int64_t(u[i] * double(classes)));
+    return from_vector(t, {int64_t(t.size())}).reshape(shape);
 }
 
 Tensor noncontiguous(const Tensor& x) {

@@ -1,5 +1,6 @@
 // Test helpers: float64 central-difference gradient checks, closeness assertions, and inputs
-// that are deliberately non-contiguous. A new op's test uses these in a few lines:
+// (random values, indices and class targets; deliberately non-contiguous views). CPU/CUDA
+// parity checks are in support/parity.h. A new op's test uses these in a few lines:
 //   gradcheck([](const std::vector<Tensor>& in) { return exp(in[0]); }, {random_input({3, 4})});
 #pragma once
 
@@ -16,6 +17,12 @@ namespace lumen::testing {
 
 // A float64 tensor with entries uniform in [low, high), fixed by `seed`.
 Tensor random_input(const Shape& shape, uint64_t seed = 1, double low = -1.0, double high = 1.0);
+
+// int64 indices uniform in [0, high) of `shape`, fixed by `seed` (repeats for big shapes).
+Tensor random_index(const Shape& shape, int64_t high, uint64_t seed);
+
+// int64 class indices in [0, classes) of `shape`, every fourth one replaced by `ignore`.
+Tensor class_targets(const Shape& shape, int64_t classes, int64_t ignore, uint64_t seed);
 
 // The same values as `x` in a tensor whose memory is laid out differently (its last two dims
 // are stored transposed, or every other element is skipped for 1-D), so is_contiguous() is
