@@ -20,6 +20,7 @@ class CosineAttention : public nn::Attention {
         proj = register_module("proj", nn::make<nn::Linear>(dim, dim));
         logit_scale = register_parameter("logit_scale", full({num_heads, 1, 1}, std::log(10.0)));
     }
+    using nn::Attention::forward;  // keep forward(x) visible beside the override below
     Tensor forward(const Tensor& x, const nn::AttentionContext&) override {
         int64_t B = x.size(0), N = x.size(1), C = x.size(2), Hd = C / heads_;
         // (B, N, 3C) -> (3, B, nh, N, Hd)
@@ -62,17 +63,25 @@ int main() {
                 vit.blocks->operator[](0).attn->type_name().c_str(),
                 (long long)vit.num_parameters());
 
-    // 3. A few SGD steps on a toy task: the class is the brightest image quadrant.
+    // 3. A few SGD steps on a toy task: tell four noisy textures apart (horizontal stripes,
+    // vertical stripes, diagonal stripes, flat grey).
+    Tensor row = arange(16, DType::float32).view({16, 1}),
+           col = arange(16, DType::float32).view({1, 16});
+    // 1 where t mod 4 is 0 or 1: stripes two pixels wide.
+    auto stripes = [](const Tensor& t) {
+        return gt(sin(add(mul(t, M_PI / 2), M_PI / 4)), 0.0).to(DType::float32);
+    };
+    Tensor textures = stack({stripes(row).expand({16, 16}), stripes(col).expand({16, 16}),
+                             stripes(add(row, col)), full({16, 16}, 0.5)});
     train::SGD optimizer(vit.parameters(), 0.05, {.momentum = 0.9});
-    for (int step = 0; step < 30; ++step) {
-        Tensor images = rand({16, 1, 16, 16});
-        Tensor quadrants = sum(images.view({16, 2, 8, 2, 8}), {2, 4}).reshape({16, 4});
-        Tensor labels = argmax(quadrants, 1);
-        Tensor loss = cross_entropy(vit.forward(images), labels);
+    for (int step = 0; step <= 40; ++step) {
+        Tensor labels = randint(0, 4, {32});
+        Tensor images = add(index_select(textures, 0, labels), mul(rand({32, 16, 16}), 0.5));
+        Tensor loss = cross_entropy(vit.forward(images.unsqueeze(1)), labels);
         optimizer.zero_grad();
         loss.backward();
         optimizer.step();
-        if (step % 5 == 0) std::printf("step %2d  loss %.4f\n", step, loss.item<double>());
+        if (step % 10 == 0) std::printf("step %2d  loss %.4f\n", step, loss.item<double>());
     }
     return check.passed ? 0 : 1;
 }
