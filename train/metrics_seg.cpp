@@ -74,10 +74,12 @@ void envelope_1d(std::vector<double>& f, double step, std::vector<int64_t>& v,
     if (k < 0) return;  // no site on this line: it stays inf
     std::vector<double> out(static_cast<size_t>(n));
     for (int64_t q = 0, j = 0; q < n; ++q) {
-        double x = double(q) * step;
-        while (z[size_t(j) + 1] < x) ++j;
-        double d = x - double(v[size_t(j)]) * step;
-        out[size_t(q)] = d * d + f[size_t(v[size_t(j)])];
+        while (z[size_t(j) + 1] < double(q) * step) ++j;
+        // The offset from the integer difference: exactly 0 at the site itself (x_q - x_v
+        // written out may be fused into an FMA and leave a rounding residue).
+        const int64_t v_j = v[size_t(j)];
+        const double d = double(q - v_j) * step;
+        out[size_t(q)] = d * d + f[size_t(v_j)];
     }
     f.swap(out);
 }
