@@ -1,10 +1,12 @@
 // The PVTv2 encoder (spec gdla 3.7): parameter counts of b0-b5 and b2_li against timm's, the
 // feature pyramid's shapes, the classifier head, timm's init, the whai362 key rename (in memory
-// and through a safetensors file), config errors, float64 gradients and the encoder vectors.
+// and through a safetensors file), config errors, float64 gradients and the encoder vectors (on
+// CUDA too when a GPU is present).
 #include <cmath>
 
 #include "models/pvt_v2.h"
 #include "support/gradcheck.h"
+#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -224,4 +226,27 @@ TEST_CASE("PVTv2: float64 gradients of a tiny linear (-li) encoder", "[models][p
 
 TEST_CASE("PVTv2 encoder vectors of spec gdla pass", "[models][pvt][vectors]") {
     require_oracle_vectors({"pvtv2_tiny_64x64", "pvtv2_tiny_li_64x96"}, "gdla");
+}
+
+TEST_CASE("PVTv2 on CUDA: every PVT vector passes and the encoder matches the CPU",
+          "[models][pvt][cuda]") {
+    if (!have_gpu()) return;
+    for (const char* name :
+         {"pvt_patch_embed_stem_19x26", "pvt_block_sr2_C16_h2_6x8", "pvt_block_sr1_C16_h2_5x7",
+          "pvt_block_sr4_C8_h1_9x11", "pvt_block_linear_C16_h2_10x6", "pvt_block_linear_C16_h2_4x5",
+          "pvt_stage_downsample_10x12", "pvtv2_tiny_64x64", "pvtv2_tiny_li_64x96"}) {
+        std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/gdla/" + name + ".safetensors";
+        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda());
+        INFO(cli::format_result(result));
+        CHECK(result.passed);
+    }
+    for (bool linear : {false, true}) {
+        PvtV2Config config = tiny_config(linear);
+        config.num_classes = 4;
+        PyramidVisionTransformerV2 model(config);
+        Tensor img = random_input({2, 3, 64, 64}, 41).to(DType::float32);
+        Tensor cpu_logits = model.forward(img);
+        model.to(Device::cuda());
+        require_close(model.forward(img.to(Device::cuda())).cpu(), cpu_logits, 1e-4, 1e-5);
+    }
 }
