@@ -1,7 +1,7 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
-attention modules of shared/oracle/ref_diff.py and ref_sfree_utnet.py (float32) at C = 256,
-8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
-repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
+attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py and ref_gdla.py (float32) at
+C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside
+the repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
 Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]"""
 import math
 import os
@@ -19,10 +19,22 @@ if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
     sys.exit(0)
 sys.path.insert(0, oracle)
 import ref_diff  # noqa: E402
+import ref_gdla  # noqa: E402
 import ref_sfree_utnet as ref_su  # noqa: E402
 
 torch.set_num_threads(args.threads)
 DIM, HEADS = 256, 8
+
+
+class OnGrid(torch.nn.Module):
+    """A token mixer that takes (x, H, W), called as module(x) on a square grid."""
+
+    def __init__(self, module, side):
+        super().__init__()
+        self.module, self.side = module, side
+
+    def forward(self, x):
+        return self.module(x, self.side, self.side)
 
 
 def build(name, tokens):
@@ -46,6 +58,12 @@ def build(name, tokens):
         module = ref_su.LinearAttention(DIM, heads=HEADS, dim_head=DIM // HEADS,
                                         reduce_size=8 if side % 8 == 0 else 7)
         return module, (1, DIM, side, side)
+    if name in ("pvt_sra", "pvt_sra_li"):
+        # keys reduced to a 7x7 or 8x8 grid as in PVTv2's stages; "_li" pools them to 7x7
+        side = round(math.sqrt(tokens))
+        sr_ratio = side // 7 if side % 7 == 0 else side // 8
+        module = ref_gdla.SRAttention(DIM, HEADS, sr_ratio, linear_attn=name == "pvt_sra_li")
+        return OnGrid(module, side), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -58,7 +76,8 @@ def run(module, x, grad):
     y.backward(grad)
 
 
-for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet"]:
+for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet",
+             "pvt_sra", "pvt_sra_li"]:
     for tokens in (196, 4096):
         torch.manual_seed(1)
         module, shape = build(name, tokens)

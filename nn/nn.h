@@ -20,6 +20,8 @@
 #include "nn/mlp.h"
 #include "nn/module.h"
 #include "nn/norm.h"
+#include "nn/pvt/pvt_blocks.h"
+#include "nn/pvt/sr_attention.h"
 #include "nn/rollout.h"
 #include "nn/rope.h"
 #include "nn/sima/class_attention.h"
