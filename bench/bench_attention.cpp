@@ -5,7 +5,9 @@
 // (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
 // that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
 // grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), as does PVTv2's spatial-reduction
-// attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7).
+// attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
+// the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
+// context's.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -31,6 +33,7 @@ const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
     {"pvt_sra", true}, {"pvt_sra_li", true},
+    {"hyena", true},   {"mamba", true},
 };
 
 // PVTv2 spatial reduction on a square grid: sr_ratio reduces the keys to a 7 x 7 or 8 x 8 grid,

@@ -8,6 +8,8 @@
 
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/hyena.h"
+#include "nn/attention/mamba_vision.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/seqnorm_attention.h"
@@ -42,6 +44,8 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
     factories["sima"] = sima::make_sima_attention;
     factories["pvt_sra"] = pvt::make_pvt_sra_attention;
+    factories["hyena"] = make_hyena_attention;
+    factories["mamba"] = make_mamba_attention;
 }
 
 void ensure_builtins() {
