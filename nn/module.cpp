@@ -113,7 +113,7 @@ std::vector<std::pair<std::string, Module*>> Module::named_modules() {
     std::vector<std::pair<std::string, Module*>> out{{"", this}};
     for (const auto& [name, child] : children_)
         for (auto& [sub, module] : child->named_modules())
-            out.emplace_back(joined(name, sub), module);
+            out.emplace_back(sub.empty() ? name : name + "." + sub, module);
     return out;
 }
 

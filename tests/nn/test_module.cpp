@@ -131,7 +131,13 @@ TEST_CASE("train/eval reach every descendant; to(dtype) keeps identity; zero_gra
           "[nn][module]") {
     Tiny m;
     m.eval();
-    for (auto& [name, module] : m.named_modules()) CHECK_FALSE(module->is_training());
+    std::vector<std::string> names;
+    for (auto& [name, module] : m.named_modules()) {
+        CHECK_FALSE(module->is_training());
+        names.push_back(name);
+    }
+    // PyTorch's named_modules names: "" for the root, dotted paths without a trailing dot.
+    CHECK(names == std::vector<std::string>{"", "fc", "blocks", "blocks.0", "blocks.1"});
     m.train();
     CHECK((*m.blocks)[0].is_training());
 

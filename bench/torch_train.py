@@ -1,0 +1,51 @@
+"""bench/bench_train.cpp's workload in PyTorch: one training step (zero_grad, forward,
+cross-entropy, backward, AdamW step) of the DGSA paper's Table 3 ViT and DGViT (D 256, 8 layers,
+8 heads, patch 4, dropout 0.05) on 28x28x1 input, batch 128 (BATCH overrides), built from the
+reference modules of shared/oracle/ref_diff.py (LUMEN_ORACLE points to them).
+Usage: python3 bench/torch_train.py [--threads N] [--repeats R]"""
+import os
+import sys
+
+from torch_util import median_seconds, parse_args, report
+
+args = parse_args(__doc__)
+import torch  # noqa: E402  (after parse_args fixed the thread count)
+
+here = os.path.dirname(os.path.abspath(__file__))
+oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
+if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
+    print(f"# torch_train: no reference modules at {oracle} (set LUMEN_ORACLE)")
+    sys.exit(0)
+sys.path.insert(0, oracle)
+import ref_diff  # noqa: E402
+
+torch.set_num_threads(args.threads)
+BATCH = int(os.environ.get("BATCH", "128"))
+REPEATS = min(args.repeats, 5)
+
+
+def time_model(name, model):
+    torch.manual_seed(0)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    images = torch.randn(BATCH, 1, 28, 28)
+    labels = torch.randint(0, 10, (BATCH,))
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+
+    seconds = median_seconds(step, 2, REPEATS)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"# {name}: {params} parameters, batch {BATCH}")
+    report(name, "images/s", BATCH / seconds, seconds)
+
+
+print(f"# torch {torch.__version__} train step, {torch.get_num_threads()} threads, "
+      f"median of {REPEATS} repeats", flush=True)
+shape = dict(img_size=(28, 28), patch_size=4, in_chans=1, num_classes=10, embed_dim=256,
+             depth=8, num_heads=8, drop=0.05)
+time_model("vit_train_step", ref_diff.vit(**shape))
+time_model("dgvit_train_step", ref_diff.dgvit(**shape))
