@@ -1,0 +1,72 @@
+// POSIX fsync/rename sequence of the atomic write; std::filesystem for paths and mkdir -p.
+#include "train/atomic_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace lumen::train {
+
+namespace fs = std::filesystem;
+
+void fsync_path(const std::string& path) {
+    // O_RDONLY works for directories as well as files; fsync applies to the inode, so a
+    // descriptor opened after the writer closed still flushes the writer's data.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    LUMEN_CHECK(fd >= 0, "atomic_file", path, ": cannot open to fsync: ", std::strerror(errno));
+    int result = ::fsync(fd);
+    int error = errno;
+    ::close(fd);
+    LUMEN_CHECK(result == 0, "atomic_file", path, ": fsync failed: ", std::strerror(error));
+}
+
+void commit_file(const std::string& temp, const std::string& path) {
+    try {
+        fsync_path(temp);
+        LUMEN_CHECK(std::rename(temp.c_str(), path.c_str()) == 0, "atomic_file", "cannot rename ",
+                    temp, " to ", path, ": ", std::strerror(errno));
+    } catch (...) {
+        std::remove(temp.c_str());
+        throw;
+    }
+    fs::path parent = fs::path(path).parent_path();
+    fsync_path(parent.empty() ? "." : parent.string());
+}
+
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string&)>& write) {
+    const std::string temp = path + ".partial";
+    try {
+        write(temp);
+    } catch (...) {
+        std::remove(temp.c_str());
+        throw;
+    }
+    commit_file(temp, path);
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+    write_atomically(path, [&](const std::string& temp) {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        LUMEN_CHECK(out.good(), "atomic_file", temp,
+                    ": cannot open for writing: ", std::strerror(errno));
+        out << text;
+        out.close();
+        LUMEN_CHECK(!out.fail(), "atomic_file", temp, ": write failed: ", std::strerror(errno));
+    });
+}
+
+void make_directories(const std::string& path) {
+    std::error_code error;
+    fs::create_directories(path, error);
+    LUMEN_CHECK(!error, "atomic_file", path, ": cannot create the directory: ", error.message());
+}
+
+}  // namespace lumen::train
