@@ -11,6 +11,7 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #include "train/cli/check_vectors.h"
+#include "train/cli/models_command.h"
 
 namespace {
 
@@ -25,6 +26,7 @@ constexpr const char* kUsage =
     "                 recursively) and compare outputs and gradients with their tolerances;\n"
     "                 exits non-zero if any fails or none is found\n"
     "  info           version, build options, CUDA devices and CPU threads\n"
+    "  models         registered models and their config keys with defaults\n"
     "  --help, -h     this message\n";
 
 bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
@@ -94,6 +96,12 @@ int run(const std::vector<std::string>& args) {
     }
     if (command == "check-vectors") return run_check_vectors(rest);
     if (command == "info") return run_info(rest);
+    if (command == "models") {
+        LUMEN_CHECK(rest.empty() || is_help(rest[0]), "lumen", "'models' takes no arguments, got '",
+                    rest.empty() ? "" : rest[0], "'");
+        lumen::cli::print_models(std::cout);
+        return 0;
+    }
     LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");
 }
 

@@ -1,0 +1,48 @@
+// JSON configs with typed keys: a RawConfig is the file as written (nested sections flattened to
+// dotted keys: {"optim": {"lr": 3e-4}} -> "optim.lr"), plus command-line --set overrides;
+// resolve_config checks it against OptionSpecs (nn/options.h): unknown keys are errors that
+// suggest the closest valid key, values must have the key's type, missing keys take defaults.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/options.h"
+
+namespace lumen::train {
+
+class RawConfig {
+  public:
+    // Parses JSON text. `source` names it in messages (a path, "--set", "checkpoint").
+    // Throws [config] <source>: ... for invalid JSON, a top level that is not an object, null,
+    // a list that is not all numbers, or an empty key.
+    static RawConfig parse(const std::string& text, const std::string& source);
+    // Reads and parses a file; throws [config] naming the path when it cannot be read.
+    static RawConfig read(const std::string& path);
+
+    // Applies "key=value" (dotted key); the value is parsed as JSON when it is valid JSON and
+    // taken as a string otherwise (--set model.name=vit). Throws [config] without '='.
+    void set(const std::string& assignment);
+    void set(const std::string& key, nn::OptionValue value) { values_[key] = std::move(value); }
+    std::optional<nn::OptionValue> find(const std::string& key) const;
+    const std::map<std::string, nn::OptionValue>& values() const { return values_; }
+    const std::string& source() const { return source_; }
+
+  private:
+    std::string source_;
+    std::map<std::string, nn::OptionValue> values_;
+};
+
+// Checks every key of `raw` against `specs` (dotted keys) and returns all of them resolved:
+// the raw value converted to the spec's type (nn::coerce_option), or the default. Throws
+// [config] <source>: unknown key 'optim.learning_rate'; did you mean 'optim.lr'?   or
+// [config] <source>: option 'train.epochs' expects an integer, got "ten".
+nn::Options resolve_config(const RawConfig& raw, const std::vector<nn::OptionSpec>& specs);
+
+// Nested JSON of resolved options ({"optim": {"lr": 0.0003}, ...}), keys sorted, `indent`
+// spaces per level (-1: one line).
+std::string config_to_json(const nn::Options& options, int indent = 2);
+
+}  // namespace lumen::train
