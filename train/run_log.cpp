@@ -1,0 +1,128 @@
+// metrics.jsonl reading/writing with nlohmann::json, the plot's series, atomic text files.
+#include "train/run_log.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "train/atomic_file.h"
+#include "train/plot_svg.h"
+
+namespace lumen::train {
+
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kMetrics = "metrics.jsonl";
+
+Json record_json(const MetricRecord& r) {
+    Json j{{"type", r.type}, {"epoch", r.epoch}, {"step", r.step}};
+    for (const auto& [key, value] : r.values) {
+        if (std::isfinite(value))
+            j[key] = value;
+        else
+            j[key] = nullptr;  // JSON has no NaN; null reads back as NaN
+    }
+    return j;
+}
+
+MetricRecord parse_record(const std::string& line, const std::string& path, size_t number) {
+    try {
+        Json j = Json::parse(line);
+        MetricRecord r{j.at("type").get<std::string>(),
+                       j.at("epoch").get<double>(),
+                       j.at("step").get<int64_t>(),
+                       {}};
+        for (auto it = j.begin(); it != j.end(); ++it)
+            if (it.key() != "type" && it.key() != "epoch" && it.key() != "step")
+                r.values[it.key()] = it->is_number() ? it->get<double>() : NAN;
+        return r;
+    } catch (const Json::exception& e) {
+        LUMEN_FAIL("run_log", path, ": line ", number, " is not a metric record: ", e.what());
+    }
+}
+
+}  // namespace
+
+RunLog::RunLog(std::string directory, int64_t keep_until_step) : directory_(std::move(directory)) {
+    make_directories(directory_);
+    const std::string file = path(kMetrics);
+    if (keep_until_step >= 0) {
+        std::ifstream in(file);
+        std::string line;
+        for (size_t number = 1; std::getline(in, line); ++number) {
+            if (line.empty()) continue;
+            MetricRecord r = parse_record(line, file, number);
+            if (r.step <= keep_until_step) records_.push_back(r);
+        }
+    }
+    std::string text;
+    for (const MetricRecord& r : records_) text += record_json(r).dump() + "\n";
+    write_text_atomically(file, text);
+}
+
+void RunLog::write_config(const std::string& json_text) const {
+    write_text_atomically(path("config.json"), json_text + "\n");
+}
+
+void RunLog::append(const MetricRecord& record) {
+    const std::string file = path(kMetrics);
+    std::ofstream out(file, std::ios::app);
+    out << record_json(record).dump() << "\n" << std::flush;
+    LUMEN_CHECK(out.good(), "run_log", file, ": cannot append a record");
+    records_.push_back(record);
+}
+
+namespace {
+
+void add_point(PlotSeries& s, double x, const std::map<std::string, double>& values,
+               const char* key) {
+    auto it = values.find(key);
+    if (it == values.end()) return;
+    s.x.push_back(x);
+    s.y.push_back(it->second);
+}
+
+}  // namespace
+
+void RunLog::write_plot(const std::string& title) const {
+    PlotSeries step_loss{"train (steps)", {}, {}}, train_loss{"train", {}, {}},
+        test_loss{"test", {}, {}}, train_accuracy{"train", {}, {}}, test_accuracy{"test", {}, {}};
+    for (const MetricRecord& r : records_) {
+        if (r.type == "step") add_point(step_loss, r.epoch, r.values, "loss");
+        if (r.type != "epoch") continue;
+        add_point(train_loss, r.epoch, r.values, "train_loss");
+        add_point(test_loss, r.epoch, r.values, "test_loss");
+        add_point(train_accuracy, r.epoch, r.values, "train_accuracy");
+        add_point(test_accuracy, r.epoch, r.values, "test_accuracy");
+    }
+    std::vector<PlotPanel> panels{{"loss", {step_loss, train_loss, test_loss}},
+                                  {"accuracy", {train_accuracy, test_accuracy}}};
+    write_text_atomically(path("plot.svg"), render_svg_plot(panels, title));
+}
+
+void RunLog::write_summary(const std::map<std::string, double>& numbers,
+                           const std::map<std::string, std::string>& texts) const {
+    Json j = Json::object();
+    for (const auto& [key, value] : numbers) {
+        // Counts print as integers ("epochs": 3, not 3.0); rates stay numbers even when whole.
+        static const char* const kCounts[] = {"epochs",     "steps",        "threads",
+                                              "parameters", "train_images", "test_images"};
+        bool count = std::find(std::begin(kCounts), std::end(kCounts), key) != std::end(kCounts);
+        if (count && std::isfinite(value))
+            j[key] = int64_t(value);
+        else if (std::isfinite(value))
+            j[key] = value;
+        else
+            j[key] = nullptr;
+    }
+    for (const auto& [key, value] : texts) j[key] = value;
+    write_text_atomically(path("summary.json"), j.dump(2) + "\n");
+}
+
+}  // namespace lumen::train

@@ -1,0 +1,291 @@
+// The training loop. A step is: forward, cross-entropy (divided by `accumulate`), backward on
+// each micro-batch; on the last one clip, guard, optimizer step, zero_grad. The schedule is set
+// before the first micro-batch of each update (per step) or at the start of the epoch.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/autograd.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "nn/state_dict.h"
+#include "ops/elementwise.h"
+#include "ops/loss.h"
+#include "ops/reduce.h"
+#include "train/grad_utils.h"
+#include "train/metrics_class.h"
+#include "train/run_log.h"
+
+namespace lumen::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string device_text(Device device) {
+    if (device.is_cuda()) return device.str();
+    return "cpu (" + std::to_string(get_num_threads()) + " threads)";
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
+                 std::unique_ptr<Optimizer> optimizer, std::shared_ptr<LRSchedule> schedule,
+                 std::shared_ptr<BatchSource> train_data, std::shared_ptr<BatchSource> test_data,
+                 std::ostream& out)
+    : options_(std::move(options)),
+      model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      schedule_(std::move(schedule)),
+      train_data_(std::move(train_data)),
+      test_data_(std::move(test_data)),
+      out_(out) {
+    const TrainerOptions& o = options_;
+    LUMEN_CHECK(model_ && optimizer_ && schedule_ && train_data_ && test_data_, "Trainer",
+                "needs a model, an optimizer, a schedule and train and test data");
+    LUMEN_CHECK(o.epochs >= 1 && o.accumulate >= 1 && o.eval_every >= 1 && o.max_steps >= 0,
+                "Trainer", "needs epochs, accumulate and eval_every >= 1 and max_steps >= 0, got ",
+                o.epochs, ", ", o.accumulate, ", ", o.eval_every, " and ", o.max_steps);
+    LUMEN_CHECK(o.grad_clip >= 0 && o.label_smoothing >= 0 && o.label_smoothing <= 1, "Trainer",
+                "grad_clip must be >= 0 and label_smoothing in [0, 1], got ", o.grad_clip, " and ",
+                o.label_smoothing);
+    LUMEN_CHECK(train_data_->num_batches() > 0, "Trainer", "the training data has no batch");
+}
+
+void Trainer::resume(const std::string& checkpoint_path) {
+    CheckpointState state = load_checkpoint(checkpoint_path, *model_, optimizer_.get());
+    epoch_ = state.epoch;
+    step_ = state.step;
+    batch_in_epoch_ = state.batch_in_epoch;
+    extra_json_ = state.extra_json;
+    nlohmann::json extra = nlohmann::json::parse(extra_json_, nullptr, false);
+    if (extra.is_object()) {
+        train_seconds_ = extra.value("train_seconds", 0.0);
+        images_trained_ = extra.value("images", int64_t(0));
+    }
+    resumed_ = true;
+}
+
+double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, bool last_micro) {
+    LUMEN_CHECK(batch.size() >= 2, "Trainer", "a batch needs {inputs, labels}, got ", batch.size(),
+                " tensors");
+    if (first_micro && options_.interval == ScheduleInterval::step)
+        schedule_->apply(*optimizer_, step_);
+    Tensor x = batch[0].to(options_.device), y = batch[1].to(options_.device);
+    Tensor logits = model_->forward(x);
+    Tensor loss = cross_entropy(logits, y, Tensor(), -100, "mean", options_.label_smoothing);
+    const double value = loss.item<double>();
+    if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
+    loss.backward();
+    {
+        NoGradGuard no_grad;
+        epoch_correct_ += sum(eq(argmax(logits, 1), y)).item<int64_t>();
+    }
+    epoch_loss_sum_ += value * double(y.numel());
+    epoch_seen_ += y.numel();
+    if (last_micro) {
+        std::optional<double> norm;
+        if (options_.grad_clip > 0)
+            norm = clip_grad_norm_(model_->parameters(), options_.grad_clip);
+        if (options_.nan_guard) check_finite(*model_, value, step_ + 1, norm);
+        optimizer_->step();
+        optimizer_->zero_grad();
+    }
+    return value;
+}
+
+bool Trainer::train_epoch(RunLog& log, Progress& progress) {
+    if (options_.interval == ScheduleInterval::epoch) schedule_->apply(*optimizer_, epoch_);
+    model_->train();
+    train_data_->start_epoch(epoch_);
+    const int64_t batches = train_data_->num_batches(), k = options_.accumulate;
+    for (int64_t b = 0; b < batch_in_epoch_; ++b) train_data_->next();  // done before a resume
+    progress.start_epoch(epoch_, options_.epochs, (batches + k - 1) / k, batch_in_epoch_ / k);
+    epoch_loss_sum_ = 0.0;
+    epoch_seen_ = epoch_correct_ = 0;
+    Clock::time_point start = Clock::now();
+    int64_t micro = 0;
+    for (int64_t b = batch_in_epoch_; b < batches; ++b) {
+        std::optional<std::vector<Tensor>> batch = train_data_->next();
+        LUMEN_CHECK(batch.has_value(), "Trainer", "the training data ended after ", b, " of ",
+                    batches, " batches");
+        const bool last = micro + 1 == k || b + 1 == batches;
+        double loss = train_batch(*batch, micro == 0, last);
+        images_trained_ += (*batch)[1].numel();
+        micro = last ? 0 : micro + 1;
+        if (!last) continue;
+        ++step_;
+        batch_in_epoch_ = b + 1;
+        const double lr = optimizer_->param_groups()[0].lr;
+        progress.step(loss, lr);
+        if (step_ % options_.log_every == 0)
+            log.append({"step",
+                        double(epoch_) + double(b + 1) / double(batches),
+                        step_,
+                        {{"loss", loss}, {"lr", lr}}});
+        const bool more = b + 1 < batches;
+        const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
+        if (more && (stop || (options_.checkpoint_every_steps > 0 &&
+                              step_ % options_.checkpoint_every_steps == 0))) {
+            train_seconds_ += seconds_since(start);
+            start = Clock::now();
+            save_checkpoint_now(std::nullopt);
+        }
+        if (more && stop) return false;
+    }
+    train_seconds_ += seconds_since(start);
+    ++epoch_;
+    batch_in_epoch_ = 0;
+    const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
+    end_epoch(log, progress, epoch_ % options_.eval_every == 0 || epoch_ == options_.epochs);
+    return !stop;
+}
+
+EvalResult Trainer::evaluate(BatchSource& data) {
+    Clock::time_point start = Clock::now();
+    model_->eval();
+    NoGradGuard no_grad;
+    int64_t classes = 0;
+    std::unique_ptr<ClassificationMeter> meter;
+    data.start_epoch(0);
+    while (std::optional<std::vector<Tensor>> batch = data.next()) {
+        Tensor logits = model_->forward((*batch)[0].to(options_.device));
+        Tensor y = (*batch)[1].to(options_.device);
+        if (!meter) meter = std::make_unique<ClassificationMeter>(classes = logits.size(1));
+        Tensor loss = cross_entropy(logits, y, Tensor(), -100, "sum", options_.label_smoothing);
+        meter->add(logits.cpu(), y.cpu(), loss.item<double>());
+    }
+    model_->train();
+    LUMEN_CHECK(meter != nullptr, "Trainer", "the evaluation data has no batch");
+    return {meter->loss(), meter->accuracy(), meter->count(), seconds_since(start)};
+}
+
+void Trainer::save_checkpoint_now(std::optional<double> metric) {
+    nlohmann::json extra{{"train_seconds", train_seconds_}, {"images", images_trained_}};
+    CheckpointState state{.epoch = epoch_,
+                          .step = step_,
+                          .batch_in_epoch = batch_in_epoch_,
+                          .schedule = schedule_->name(),
+                          .config_json = options_.config_json,
+                          .extra_json = extra.dump()};
+    checkpoints_->save(*model_, *optimizer_, state, metric);
+}
+
+void Trainer::end_epoch(RunLog& log, Progress& progress, bool evaluate_now) {
+    MetricRecord record{"epoch", double(epoch_), step_, {}};
+    const double train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
+    const double train_accuracy = epoch_seen_ ? double(epoch_correct_) / double(epoch_seen_) : NAN;
+    record.values = {{"train_loss", train_loss},
+                     {"train_accuracy", train_accuracy},
+                     {"lr", optimizer_->param_groups()[0].lr},
+                     {"train_seconds", train_seconds_}};
+    char line[200];
+    std::snprintf(line, sizeof(line), "epoch %lld/%lld: train loss %.4f acc %.4f",
+                  (long long)epoch_, (long long)options_.epochs, train_loss, train_accuracy);
+    std::string summary = line;
+    if (evaluate_now) {
+        last_eval_ = evaluate(*test_data_);
+        last_eval_step_ = step_;
+        record.values["test_loss"] = last_eval_->loss;
+        record.values["test_accuracy"] = last_eval_->accuracy;
+        std::snprintf(line, sizeof(line), " | test loss %.4f acc %.4f (%s)", last_eval_->loss,
+                      last_eval_->accuracy, format_duration(last_eval_->seconds).c_str());
+        summary += line;
+    }
+    log.append(record);
+    log.write_plot(options_.title);
+    progress.end_epoch(summary);
+    const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
+    if (epoch_ % options_.checkpoint_every_epochs == 0 || epoch_ == options_.epochs || stop) {
+        std::optional<double> metric;
+        auto it = record.values.find(options_.checkpoint.best_metric);
+        if (it != record.values.end()) metric = it->second;
+        save_checkpoint_now(metric);
+    }
+}
+
+TrainSummary Trainer::fit() {
+    Clock::time_point start = Clock::now();
+    RunLog log(options_.run_dir, resumed_ ? step_ : -1);
+    log.write_config(options_.config_json);
+    checkpoints_ =
+        std::make_unique<CheckpointManager>(options_.run_dir + "/checkpoints", options_.checkpoint);
+    Progress progress(out_, options_.progress, options_.log_every);
+    const int64_t k = options_.accumulate;
+    std::ostringstream head;
+    head << (resumed_ ? "resuming " : "training ") << options_.title << ": "
+         << model_->num_parameters() << " parameters, " << device_text(options_.device) << ", "
+         << options_.epochs << " epochs of " << (train_data_->num_batches() + k - 1) / k
+         << " steps";
+    if (resumed_) head << ", from epoch " << epoch_ << " step " << step_;
+    progress.message(head.str());
+    while (epoch_ < options_.epochs)
+        if (!train_epoch(log, progress)) break;
+    TrainSummary summary;
+    finish(summary);
+    summary.wall_seconds = seconds_since(start);
+    log.write_summary(
+        {{"test_accuracy", summary.test_accuracy},
+         {"test_loss", summary.test_loss},
+         {"train_loss", summary.train_loss},
+         {"epochs", double(summary.epochs)},
+         {"steps", double(summary.steps)},
+         {"wall_seconds", summary.wall_seconds},
+         {"train_seconds", summary.train_seconds},
+         {"images_per_second", summary.images_per_second},
+         {"parameters", double(model_->num_parameters())}},
+        {{"device", summary.device}, {"run_dir", summary.run_dir}, {"model", options_.title}});
+    print_summary_table(summary);
+    return summary;
+}
+
+void Trainer::finish(TrainSummary& summary) {
+    if (!last_eval_ || last_eval_step_ != step_) {
+        last_eval_ = evaluate(*test_data_);
+        last_eval_step_ = step_;
+    }
+    nn::save_state_dict(*model_, options_.run_dir + "/model.safetensors");
+    summary.test_accuracy = last_eval_->accuracy;
+    summary.test_loss = last_eval_->loss;
+    summary.train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
+    summary.epochs = epoch_;
+    summary.steps = step_;
+    summary.train_seconds = train_seconds_;
+    summary.images_per_second = train_seconds_ > 0 ? double(images_trained_) / train_seconds_ : 0;
+    summary.device = device_text(options_.device);
+    summary.run_dir = options_.run_dir;
+}
+
+void Trainer::print_summary_table(const TrainSummary& s) const {
+    char rows[7][64];
+    std::snprintf(rows[0], 64, "%.4f", s.test_accuracy);
+    std::snprintf(rows[1], 64, "%.4f", s.test_loss);
+    std::snprintf(rows[2], 64, "%lld (%lld steps)", (long long)s.epochs, (long long)s.steps);
+    std::snprintf(rows[3], 64, "%.1f s", s.wall_seconds);
+    std::snprintf(rows[4], 64, "%.1f", s.images_per_second);
+    const std::vector<std::pair<std::string, std::string>> table = {
+        {"test accuracy", rows[0]},  {"test loss", rows[1]}, {"epochs", rows[2]},
+        {"wall time", rows[3]},      {"images/s", rows[4]},  {"device", s.device},
+        {"run directory", s.run_dir}};
+    size_t width = 0;
+    for (const auto& row : table) width = std::max(width, row.second.size());
+    const std::string rule = "+---------------+" + std::string(width + 2, '-') + "+";
+    out_ << rule << "\n";
+    for (const auto& [name, value] : table) {
+        out_ << "| " << name << std::string(14 - name.size(), ' ') << "| " << value
+             << std::string(width - value.size(), ' ') << " |\n";
+    }
+    out_ << rule << "\n" << std::flush;
+}
+
+}  // namespace lumen::train

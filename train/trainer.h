@@ -1,0 +1,120 @@
+// The Trainer: the epoch/step loop of an image classifier (cross-entropy, accuracy) with an
+// optimizer, an LR schedule applied per step or per epoch, gradient accumulation and clipping,
+// the NaN/inf guard, evaluation, checkpoints (resume ends bit-identical on CPU for the same seed
+// and thread count), progress output and the run directory files (train/run_log.h). Data comes
+// through BatchSource, so the trainer does not depend on how batches are made.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "nn/module.h"
+#include "train/checkpoint.h"
+#include "train/optim.h"
+#include "train/progress.h"
+#include "train/schedule.h"
+#include "train/schedule_basic.h"
+
+namespace lumen::train {
+
+class RunLog;
+
+// Batches of one split, {inputs (B, ...), labels (B) int64} on the CPU, in an order fixed by
+// the epoch (so a resumed run sees the same batches).
+class BatchSource {
+  public:
+    virtual ~BatchSource() = default;
+    virtual int64_t num_batches() const = 0;   // per epoch
+    virtual int64_t num_examples() const = 0;  // per epoch
+    virtual void start_epoch(int64_t epoch) = 0;
+    // The next batch of the current epoch, or nullopt after its last.
+    virtual std::optional<std::vector<Tensor>> next() = 0;
+};
+
+struct TrainerOptions {
+    std::string run_dir = "runs/run";
+    int64_t epochs = 1;
+    int64_t max_steps = 0;   // > 0: stop after this many optimizer updates (checkpointed)
+    int64_t accumulate = 1;  // micro-batches per optimizer update
+    double grad_clip = 0.0;  // > 0: clip the global L2 norm to this
+    double label_smoothing = 0.0;
+    bool nan_guard = true;
+    ScheduleInterval interval = ScheduleInterval::epoch;
+    int64_t eval_every = 1;  // epochs between evaluations (the last epoch always evaluates)
+    int64_t checkpoint_every_epochs = 1;
+    int64_t checkpoint_every_steps = 0;  // > 0: also every this many updates
+    CheckpointPolicy checkpoint;         // keep_last, best_metric ("test_accuracy", ...)
+    Device device = Device::cpu();
+    ProgressMode progress = ProgressMode::lines;
+    int64_t log_every = 50;          // updates between step records and plain progress lines
+    std::string config_json = "{}";  // echoed to config.json and stored in checkpoints
+    std::string title = "lumen";     // the plot's title
+};
+
+struct EvalResult {
+    double loss = 0.0, accuracy = 0.0;
+    int64_t count = 0;
+    double seconds = 0.0;
+};
+
+struct TrainSummary {
+    double test_accuracy = 0.0, test_loss = 0.0, train_loss = 0.0;
+    int64_t epochs = 0, steps = 0;
+    double wall_seconds = 0.0, train_seconds = 0.0, images_per_second = 0.0;
+    std::string device, run_dir;
+};
+
+class Trainer {
+  public:
+    // Throws [Trainer] for epochs < 1, accumulate < 1, eval_every < 1, negative max_steps,
+    // grad_clip or label_smoothing, or a null model/optimizer/schedule/source.
+    Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
+            std::unique_ptr<Optimizer> optimizer, std::shared_ptr<LRSchedule> schedule,
+            std::shared_ptr<BatchSource> train_data, std::shared_ptr<BatchSource> test_data,
+            std::ostream& out);
+
+    // Continues from a checkpoint: model, optimizer, generator, step and epoch; metrics.jsonl
+    // keeps the records up to the checkpoint's step. Call before fit().
+    void resume(const std::string& checkpoint_path);
+    // Trains to options.epochs (or max_steps), evaluating, logging and checkpointing; writes
+    // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
+    // the summary table. Throws [nan_guard] when a step goes non-finite.
+    TrainSummary fit();
+    // Loss and accuracy over a split, in eval mode without gradients.
+    EvalResult evaluate(BatchSource& data);
+
+    nn::Module& model() { return *model_; }
+    Optimizer& optimizer() { return *optimizer_; }
+    int64_t step() const { return step_; }
+
+  private:
+    bool train_epoch(RunLog& log, Progress& progress);
+    double train_batch(const std::vector<Tensor>& batch, bool first_micro, bool last_micro);
+    void end_epoch(RunLog& log, Progress& progress, bool evaluate_now);
+    void save_checkpoint_now(std::optional<double> metric);
+    void finish(TrainSummary& summary);
+    void print_summary_table(const TrainSummary& summary) const;
+
+    TrainerOptions options_;
+    std::shared_ptr<nn::Module> model_;
+    std::unique_ptr<Optimizer> optimizer_;
+    std::shared_ptr<LRSchedule> schedule_;
+    std::shared_ptr<BatchSource> train_data_, test_data_;
+    std::ostream& out_;
+    std::unique_ptr<CheckpointManager> checkpoints_;
+    int64_t epoch_ = 0, step_ = 0, batch_in_epoch_ = 0;
+    bool resumed_ = false;
+    std::string extra_json_ = "{}";
+    // This epoch's running totals and the time spent training (not evaluating).
+    double epoch_loss_sum_ = 0.0, train_seconds_ = 0.0;
+    int64_t epoch_seen_ = 0, epoch_correct_ = 0, images_trained_ = 0;
+    std::optional<EvalResult> last_eval_;
+    int64_t last_eval_step_ = -1;
+};
+
+}  // namespace lumen::train
