@@ -151,23 +151,28 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
     return !stop;
 }
 
-EvalResult Trainer::evaluate(BatchSource& data) {
+EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device device,
+                               double label_smoothing) {
     Clock::time_point start = Clock::now();
-    model_->eval();
+    model.eval();
     NoGradGuard no_grad;
-    int64_t classes = 0;
     std::unique_ptr<ClassificationMeter> meter;
     data.start_epoch(0);
     while (std::optional<std::vector<Tensor>> batch = data.next()) {
-        Tensor logits = model_->forward((*batch)[0].to(options_.device));
-        Tensor y = (*batch)[1].to(options_.device);
-        if (!meter) meter = std::make_unique<ClassificationMeter>(classes = logits.size(1));
-        Tensor loss = cross_entropy(logits, y, Tensor(), -100, "sum", options_.label_smoothing);
+        Tensor logits = model.forward((*batch)[0].to(device));
+        Tensor y = (*batch)[1].to(device);
+        if (!meter) meter = std::make_unique<ClassificationMeter>(logits.size(1));
+        Tensor loss = cross_entropy(logits, y, Tensor(), -100, "sum", label_smoothing);
         meter->add(logits.cpu(), y.cpu(), loss.item<double>());
     }
-    model_->train();
-    LUMEN_CHECK(meter != nullptr, "Trainer", "the evaluation data has no batch");
+    LUMEN_CHECK(meter != nullptr, "evaluate", "the evaluation data has no batch");
     return {meter->loss(), meter->accuracy(), meter->count(), seconds_since(start)};
+}
+
+EvalResult Trainer::evaluate(BatchSource& data) {
+    EvalResult result = evaluate_classifier(*model_, data, options_.device, options_.label_smoothing);
+    model_->train();
+    return result;
 }
 
 void Trainer::save_checkpoint_now(std::optional<double> metric) {

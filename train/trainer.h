@@ -69,6 +69,12 @@ struct TrainSummary {
     std::string device, run_dir;
 };
 
+// Loss (mean cross-entropy with `label_smoothing`) and accuracy of a classifier over every
+// batch of `data` (epoch 0's order), in eval mode without gradients; the model is left in eval
+// mode. Throws [evaluate] when the data has no batch.
+EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device device,
+                               double label_smoothing = 0.0);
+
 class Trainer {
   public:
     // Throws [Trainer] for epochs < 1, accumulate < 1, eval_every < 1, negative max_steps,

@@ -12,6 +12,7 @@
 #include "core/storage.h"
 #include "train/cli/check_vectors.h"
 #include "train/cli/models_command.h"
+#include "train/cli/train_command.h"
 
 namespace {
 
@@ -25,6 +26,12 @@ constexpr const char* kUsage =
     "                 run oracle vectors (*.safetensors files, or directories searched\n"
     "                 recursively) and compare outputs and gradients with their tolerances;\n"
     "                 exits non-zero if any fails or none is found\n"
+    "  train [CONFIG.json] [--set key=value ...] [--resume RUN_DIR] [--device cpu|cuda]\n"
+    "        [--threads N]\n"
+    "                 train a model; writes runs/<name>/ (config.json, metrics.jsonl,\n"
+    "                 plot.svg, summary.json, checkpoints/, model.safetensors)\n"
+    "  eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] [--threads N]\n"
+    "                 evaluate a run's latest checkpoint (or a checkpoint file)\n"
     "  info           version, build options, CUDA devices and CPU threads\n"
     "  models         registered models and their config keys with defaults\n"
     "  --help, -h     this message\n";
@@ -96,6 +103,8 @@ int run(const std::vector<std::string>& args) {
     }
     if (command == "check-vectors") return run_check_vectors(rest);
     if (command == "info") return run_info(rest);
+    if (command == "train") return lumen::cli::run_train_command(rest, std::cout);
+    if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
     if (command == "models") {
         LUMEN_CHECK(rest.empty() || is_help(rest[0]), "lumen", "'models' takes no arguments, got '",
                     rest.empty() ? "" : rest[0], "'");

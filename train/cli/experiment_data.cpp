@@ -1,0 +1,127 @@
+// The data half of the experiment builders: Fashion-MNIST (or a synthetic stand-in for tests)
+// in memory, normalized once up front when no random transform follows, served by DataLoaders
+// behind train::BatchSource.
+#include <algorithm>
+
+#include "core/error.h"
+#include "datasets/fashion_mnist.h"
+#include "datasets/loader.h"
+#include "datasets/transforms.h"
+#include "ops/elementwise.h"
+#include "ops/random.h"
+#include "train/cli/experiment.h"
+
+namespace lumen::cli {
+
+namespace {
+
+constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST's pixel mean and std
+
+// A DataLoader seen as a BatchSource.
+class LoaderSource : public train::BatchSource {
+  public:
+    LoaderSource(std::shared_ptr<datasets::TensorDataset> data, datasets::DataLoaderOptions o)
+        : examples_(data->size()), loader_(std::move(data), std::move(o)) {}
+    int64_t num_batches() const override { return loader_.num_batches(); }
+    int64_t num_examples() const override { return examples_; }
+    void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
+    std::optional<std::vector<Tensor>> next() override { return loader_.next(); }
+
+  private:
+    int64_t examples_;
+    datasets::DataLoader loader_;
+};
+
+struct Split {
+    Tensor images, labels;  // (N, C, H, W) float32 in [0, 1], (N) int64
+};
+
+// 1x28x28 images of 10 classes whose brightness level is the class: uniform noise in [0, 0.3)
+// plus 0.07 * label. Learnable in a few steps; for tests and smoke runs without the files.
+Split synthetic_split(int64_t n, uint64_t seed) {
+    Generator g(seed);
+    Tensor labels = randint(0, 10, {n}, DType::int64, &g);
+    Tensor level = mul(labels.to(DType::float32).view({n, 1, 1, 1}), 0.07);
+    return {add(mul(rand({n, 1, 28, 28}, DType::float32, &g), 0.3), level).contiguous(), labels};
+}
+
+Split load_split(const nn::Options& config, bool train) {
+    const int64_t subset = config.get_int(train ? "data.train_subset" : "data.test_subset");
+    Split split;
+    if (config.get_string("data.dataset") == "synthetic") {
+        split = synthetic_split(subset > 0 ? subset : (train ? 512 : 256), train ? 11 : 12);
+    } else {
+        datasets::FashionMnist data = datasets::load_fashion_mnist(
+            train ? datasets::Split::train : datasets::Split::test, config.get_string("data.dir"));
+        split = {data.images, data.labels};
+    }
+    LUMEN_CHECK(subset >= 0, "config", "data.", train ? "train" : "test",
+                "_subset must be >= 0, got ", subset);
+    const int64_t n = std::min(subset > 0 ? subset : split.labels.numel(), split.labels.numel());
+    return {split.images.narrow(0, 0, n).contiguous(), split.labels.narrow(0, 0, n).contiguous()};
+}
+
+// The random training transforms in torchvision order (geometry, noise), then normalize.
+std::vector<datasets::TransformPtr> random_transforms(const nn::Options& config) {
+    std::vector<datasets::TransformPtr> list;
+    if (double p = config.get_double("data.hflip"); p > 0)
+        list.push_back(std::make_shared<datasets::RandomHorizontalFlip>(p));
+    if (double degrees = config.get_double("data.rotation"); degrees > 0)
+        list.push_back(std::make_shared<datasets::RandomRotation>(degrees));
+    if (double sigma = config.get_double("data.gaussian_noise"); sigma > 0)
+        list.push_back(std::make_shared<datasets::GaussianNoise>(sigma));
+    if (double amount = config.get_double("data.salt_pepper"); amount > 0)
+        list.push_back(std::make_shared<datasets::SaltAndPepper>(amount));
+    return list;
+}
+
+std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split split,
+                                                bool train) {
+    datasets::DataLoaderOptions o{
+        .batch_size = config.get_int(train ? "data.batch_size" : "data.eval_batch_size"),
+        .shuffle = train,
+        .seed = uint64_t(config.get_int("seed")),
+        .num_workers = config.get_int("data.num_workers")};
+    std::vector<datasets::TransformPtr> transforms;
+    if (train) transforms = random_transforms(config);
+    const bool normalize = config.get_bool("data.normalize");
+    if (normalize && transforms.empty()) {
+        // Once for the whole split instead of once per image and epoch.
+        split.images = div(sub(split.images, kMean), kStd);
+    } else if (normalize) {
+        transforms.push_back(std::make_shared<datasets::Normalize>(std::vector<double>{kMean},
+                                                                   std::vector<double>{kStd}));
+    }
+    if (!transforms.empty()) o.transform = std::make_shared<datasets::Compose>(transforms);
+    auto data = std::make_shared<datasets::TensorDataset>(
+        std::vector<Tensor>{split.images, split.labels});
+    return std::make_shared<LoaderSource>(data, o);
+}
+
+DataShape shape_of(const Split& split) {
+    return {split.images.size(1), {split.images.size(2), split.images.size(3)}, 10};
+}
+
+}  // namespace
+
+DataSplits build_data(const nn::Options& config) {
+    Split train = load_split(config, true), test = load_split(config, false);
+    DataSplits splits;
+    splits.shape = shape_of(train);
+    splits.train_examples = train.labels.numel();
+    splits.test_examples = test.labels.numel();
+    splits.train = make_source(config, train, true);
+    splits.test = make_source(config, test, false);
+    return splits;
+}
+
+std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
+                                                    const std::string& split, DataShape* shape) {
+    LUMEN_CHECK(split == "train" || split == "test", "lumen", "--split must be train or test, got '",
+                split, "'");
+    Split data = load_split(config, split == "train");
+    if (shape) *shape = shape_of(data);
+    return make_source(config, data, false);
+}
+
+}  // namespace lumen::cli

@@ -1,0 +1,201 @@
+// Flag parsing for `lumen train` / `lumen eval` and the run setup: seed, threads and device
+// first, then data, model (on the device), optimizer, schedule, trainer.
+#include "train/cli/train_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include <unistd.h>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/random.h"
+#include "train/checkpoint.h"
+#include "train/cli/experiment.h"
+
+namespace lumen::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Arguments {
+    std::vector<std::string> positional;
+    std::vector<std::string> sets;
+    std::optional<std::string> resume, device, threads, split;
+    bool help = false;
+};
+
+// Flags take their value as the next argument or after '='.
+Arguments parse_arguments(const std::vector<std::string>& args, const std::string& command,
+                          const std::vector<std::string>& flags) {
+    Arguments a;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--help" || arg == "-h") {
+            a.help = true;
+            continue;
+        }
+        if (arg.size() < 2 || arg[0] != '-') {
+            a.positional.push_back(arg);
+            continue;
+        }
+        size_t eq = arg.find('=');
+        std::string flag = arg.substr(0, eq);
+        LUMEN_CHECK(std::find(flags.begin(), flags.end(), flag) != flags.end(), "lumen",
+                    "unknown option '", arg, "' for '", command, "'");
+        LUMEN_CHECK(eq != std::string::npos || i + 1 < args.size(), "lumen", flag,
+                    " needs a value");
+        std::string value = eq != std::string::npos ? arg.substr(eq + 1) : args[++i];
+        if (flag == "--set") a.sets.push_back(value);
+        if (flag == "--resume") a.resume = value;
+        if (flag == "--device") a.device = value;
+        if (flag == "--threads") a.threads = value;
+        if (flag == "--split") a.split = value;
+    }
+    return a;
+}
+
+// --device and --threads override the config's train.device and train.threads.
+void apply_flags(const Arguments& a, train::RawConfig& raw) {
+    for (const std::string& set : a.sets) raw.set(set);
+    if (a.device) raw.set("train.device", *a.device);
+    if (a.threads) raw.set("train.threads=" + *a.threads);
+}
+
+// Threads and device from a resolved config; throws [lumen] for CUDA without a device.
+Device setup_runtime(const nn::Options& config) {
+    if (int64_t threads = config.get_int("train.threads"); threads > 0)
+        set_num_threads(int(threads));
+    Device device = Device::parse(config.get_string("train.device"));
+    LUMEN_CHECK(!device.is_cuda() || cuda_available(), "lumen",
+                "train.device is cuda but no CUDA device is available (lumen built with CUDA: ",
+                cuda_built() ? "yes" : "no", ")");
+    return device;
+}
+
+// <runs_dir>/<name>, or the first of <name>-2, <name>-3, ... that does not exist.
+std::string fresh_run_dir(const nn::Options& config) {
+    fs::path base = fs::path(config.get_string("output.runs_dir")) / config.get_string("name");
+    if (!fs::exists(base)) return base.string();
+    for (int k = 2;; ++k) {
+        fs::path candidate = base.string() + "-" + std::to_string(k);
+        if (!fs::exists(candidate)) return candidate.string();
+    }
+}
+
+std::string latest_checkpoint(const std::string& run_dir) {
+    std::string path = train::CheckpointManager::latest(run_dir + "/checkpoints");
+    LUMEN_CHECK(!path.empty(), "lumen", run_dir, "/checkpoints holds no readable checkpoint");
+    return path;
+}
+
+}  // namespace
+
+namespace {
+
+train::TrainerOptions trainer_options(const nn::Options& config, const std::string& run_dir,
+                                      Device device) {
+    const std::string best = config.get_string("checkpoint.best_metric");
+    return {.run_dir = run_dir,
+            .epochs = config.get_int("train.epochs"),
+            .max_steps = config.get_int("train.max_steps"),
+            .accumulate = config.get_int("train.accumulate"),
+            .grad_clip = config.get_double("train.grad_clip"),
+            .label_smoothing = config.get_double("train.label_smoothing"),
+            .nan_guard = config.get_bool("train.nan_guard"),
+            .interval = train::parse_schedule_interval(config.get_string("schedule.interval")),
+            .eval_every = config.get_int("train.eval_every"),
+            .checkpoint_every_epochs = config.get_int("checkpoint.every_epochs"),
+            .checkpoint_every_steps = config.get_int("checkpoint.every_steps"),
+            .checkpoint = {.keep_last = config.get_int("checkpoint.keep_last"),
+                           .best_metric = best == "none" ? "" : best,
+                           .higher_is_better = best != "test_loss"},
+            .device = device,
+            .progress = train::parse_progress_mode(config.get_string("output.progress"),
+                                                   isatty(fileno(stdout)) != 0),
+            .log_every = config.get_int("train.log_every"),
+            .config_json = train::config_to_json(config),
+            .title = config.get_string("name") + " (" + config.get_string("model.name") + ")"};
+}
+
+constexpr const char* kTrainUsage =
+    "usage: lumen train [CONFIG.json] [--set key=value ...] [--resume RUN_DIR]\n"
+    "                   [--device cpu|cuda] [--threads N]\n"
+    "Trains the model of CONFIG.json (keys: see configs/ and 'lumen models'); --set overrides\n"
+    "a key (model.depth=4, optim.lr=1e-3); --resume continues RUN_DIR from its latest checkpoint\n"
+    "(with the config stored there unless CONFIG.json is given).\n";
+
+}  // namespace
+
+int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
+    Arguments a = parse_arguments(args, "train", {"--set", "--resume", "--device", "--threads"});
+    if (a.help) {
+        out << kTrainUsage;
+        return 0;
+    }
+    LUMEN_CHECK(a.positional.size() <= 1, "lumen", "train takes one CONFIG.json, got ",
+                a.positional.size(), " paths");
+    LUMEN_CHECK(!a.positional.empty() || a.resume, "lumen",
+                "train needs CONFIG.json or --resume RUN_DIR (see 'lumen train --help')");
+    std::string checkpoint = a.resume ? latest_checkpoint(*a.resume) : "";
+    train::RawConfig raw =
+        a.positional.empty()
+            ? train::RawConfig::parse(train::read_checkpoint_state(checkpoint).config_json,
+                                      checkpoint)
+            : train::RawConfig::read(a.positional[0]);
+    apply_flags(a, raw);
+    nn::Options config = resolve_training_config(raw);
+    Device device = setup_runtime(config);
+    manual_seed(uint64_t(config.get_int("seed")));
+    DataSplits data = build_data(config);
+    std::shared_ptr<nn::Module> model = build_model(config, data.shape);
+    model->to(device);
+    std::unique_ptr<train::Optimizer> optimizer = build_optimizer(config, *model);
+    const int64_t k = config.get_int("train.accumulate");
+    auto schedule = build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
+    const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
+    train::Trainer trainer(trainer_options(config, run_dir, device), model, std::move(optimizer),
+                           schedule, data.train, data.test, out);
+    if (a.resume) trainer.resume(checkpoint);
+    trainer.fit();
+    return 0;
+}
+
+int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
+    Arguments a = parse_arguments(args, "eval", {"--split", "--device", "--threads"});
+    if (a.help) {
+        out << "usage: lumen eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] "
+               "[--threads N]\n";
+        return 0;
+    }
+    LUMEN_CHECK(a.positional.size() == 1, "lumen", "eval takes one RUN_DIR or CHECKPOINT, got ",
+                a.positional.size());
+    const std::string& target = a.positional[0];
+    LUMEN_CHECK(fs::exists(target), "lumen", "eval: ", target, " does not exist");
+    const std::string path = fs::is_directory(target) ? latest_checkpoint(target) : target;
+    train::CheckpointState state = train::read_checkpoint_state(path);
+    train::RawConfig raw = train::RawConfig::parse(state.config_json, path);
+    apply_flags(a, raw);
+    nn::Options config = resolve_training_config(raw);
+    Device device = setup_runtime(config);
+    DataShape shape;
+    auto data = build_eval_data(config, a.split.value_or("test"), &shape);
+    std::shared_ptr<nn::Module> model = build_model(config, shape);
+    train::load_checkpoint_weights(path, *model);
+    model->to(device);
+    train::EvalResult r = train::evaluate_classifier(*model, *data, device,
+                                                     config.get_double("train.label_smoothing"));
+    char line[256];
+    std::snprintf(line, sizeof(line), "%s split: %lld images, accuracy %.4f, loss %.4f (%.1f s)",
+                  a.split.value_or("test").c_str(), (long long)r.count, r.accuracy, r.loss,
+                  r.seconds);
+    out << "checkpoint " << path << " (epoch " << state.epoch << ", step " << state.step << ")\n"
+        << line << "\n";
+    return 0;
+}
+
+}  // namespace lumen::cli
