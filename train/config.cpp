@@ -90,9 +90,19 @@ void RawConfig::set(const std::string& assignment) {
     const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
     Json j = Json::parse(text, nullptr, false);
     if (j.is_discarded() || j.is_object() || j.is_null())
-        values_[key] = text;  // a bare word: the string itself
+        set(key, text);  // a bare word: the string itself
     else
-        values_[key] = leaf_value(j, "--set", key);
+        set(key, leaf_value(j, "--set", key));
+}
+
+void RawConfig::set(const std::string& key, nn::OptionValue value, const std::string& source) {
+    values_[key] = std::move(value);
+    overridden_[key] = source;
+}
+
+const std::string& RawConfig::source_of(const std::string& key) const {
+    auto it = overridden_.find(key);
+    return it == overridden_.end() ? source_ : it->second;
 }
 
 std::optional<nn::OptionValue> RawConfig::find(const std::string& key) const {
@@ -114,14 +124,14 @@ nn::Options resolve_config(const RawConfig& raw, const std::vector<nn::OptionSpe
         auto spec = by_key.find(key);
         if (spec == by_key.end()) {
             std::string guess = nn::closest_match(key, keys);
-            LUMEN_FAIL("config", raw.source(), ": unknown key '", key, "'",
+            LUMEN_FAIL("config", raw.source_of(key), ": unknown key '", key, "'",
                        guess.empty() ? " (run 'lumen models' for the model keys)"
                                      : "; did you mean '" + guess + "'?");
         }
         try {
             options.set(key, nn::coerce_option(*spec->second, value, "config", key));
         } catch (const Error& e) {
-            rethrow_with_source(e, raw.source());
+            rethrow_with_source(e, raw.source_of(key));
         }
     }
     return options;

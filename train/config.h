@@ -25,14 +25,17 @@ class RawConfig {
     // Applies "key=value" (dotted key); the value is parsed as JSON when it is valid JSON and
     // taken as a string otherwise (--set model.name=vit). Throws [config] without '='.
     void set(const std::string& assignment);
-    void set(const std::string& key, nn::OptionValue value) { values_[key] = std::move(value); }
+    void set(const std::string& key, nn::OptionValue value, const std::string& source = "--set");
     std::optional<nn::OptionValue> find(const std::string& key) const;
     const std::map<std::string, nn::OptionValue>& values() const { return values_; }
     const std::string& source() const { return source_; }
+    // Where `key`'s value came from: the file's source, or "--set" for an override.
+    const std::string& source_of(const std::string& key) const;
 
   private:
     std::string source_;
     std::map<std::string, nn::OptionValue> values_;
+    std::map<std::string, std::string> overridden_;  // key -> source of an override
 };
 
 // Checks every key of `raw` against `specs` (dotted keys) and returns all of them resolved:

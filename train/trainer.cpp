@@ -170,7 +170,8 @@ EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device devi
 }
 
 EvalResult Trainer::evaluate(BatchSource& data) {
-    EvalResult result = evaluate_classifier(*model_, data, options_.device, options_.label_smoothing);
+    EvalResult result =
+        evaluate_classifier(*model_, data, options_.device, options_.label_smoothing);
     model_->train();
     return result;
 }
@@ -267,7 +268,7 @@ void Trainer::finish(TrainSummary& summary) {
     summary.steps = step_;
     summary.train_seconds = train_seconds_;
     summary.images_per_second = train_seconds_ > 0 ? double(images_trained_) / train_seconds_ : 0;
-    summary.device = device_text(options_.device);
+    summary.device = options_.device.str();
     summary.run_dir = options_.run_dir;
 }
 
@@ -279,8 +280,9 @@ void Trainer::print_summary_table(const TrainSummary& s) const {
     std::snprintf(rows[3], 64, "%.1f s", s.wall_seconds);
     std::snprintf(rows[4], 64, "%.1f", s.images_per_second);
     const std::vector<std::pair<std::string, std::string>> table = {
-        {"test accuracy", rows[0]},  {"test loss", rows[1]}, {"epochs", rows[2]},
-        {"wall time", rows[3]},      {"images/s", rows[4]},  {"device", s.device},
+        {"test accuracy", rows[0]},  {"test loss", rows[1]},
+        {"epochs", rows[2]},         {"wall time", rows[3]},
+        {"images/s", rows[4]},       {"device", device_text(options_.device)},
         {"run directory", s.run_dir}};
     size_t width = 0;
     for (const auto& row : table) width = std::max(width, row.second.size());

@@ -73,6 +73,10 @@ TEST_CASE("configs: flattening, defaults, --set, unknown and mistyped keys", "[t
                   {"'train.epochs' expects an integer, got 2.5"});
     require_error([&] { resolve(R"({"train": {"amp": 1}})"); }, {"'train.amp' expects a bool"});
     require_error([&] { resolve(R"({"zzz": 1})"); }, {"unknown key 'zzz'", "lumen models"});
+    train::RawConfig with_set = train::RawConfig::parse(R"({"name": "a"})", "c.json");
+    with_set.set("optim.lr=fast");
+    require_error([&] { train::resolve_config(with_set, specs()); },
+                  {"[config] --set: option 'optim.lr' expects a number, got \"fast\""});
     require_error([&] { resolve(R"([1, 2])"); }, {"[config] c.json", "must be a JSON object"});
     require_error([&] { resolve(R"({"a": )"); }, {"[config] c.json", "not valid JSON"});
     require_error([&] { resolve(R"({"optim": {"betas": ["a"]}})"); },

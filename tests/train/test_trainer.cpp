@@ -93,15 +93,16 @@ std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& 
     const int64_t k = std::max<int64_t>(1, s.accumulate);
     const int64_t steps = s.epochs * ((s.train_size / s.batch + k - 1) / k);
     auto schedule = std::make_shared<train::WarmupCosineLR>(s.lr, steps, 2, 0.0, 0.0);
-    train::TrainerOptions o{.run_dir = run_dir,
-                            .epochs = s.epochs,
-                            .max_steps = s.max_steps,
-                            .accumulate = s.accumulate,
-                            .grad_clip = s.grad_clip,
-                            .interval = train::ScheduleInterval::step,
-                            .checkpoint = {.keep_last = 2, .best_metric = "test_accuracy"},
-                            .log_every = 2,
-                            .config_json = "{\"test\": true}"};
+    train::TrainerOptions o;
+    o.run_dir = run_dir;
+    o.epochs = s.epochs;
+    o.max_steps = s.max_steps;
+    o.accumulate = s.accumulate;
+    o.grad_clip = s.grad_clip;
+    o.interval = train::ScheduleInterval::step;
+    o.checkpoint.best_metric = "test_accuracy";
+    o.log_every = 2;
+    o.config_json = "{\"test\": true}";
     return std::make_unique<train::Trainer>(
         o, model, std::move(optimizer), schedule,
         std::make_shared<MemorySource>(level_task(s.train_size, 1), s.batch, s.shuffle),

@@ -47,8 +47,7 @@ std::vector<Spec> optim_schedule_specs() {
         {"optim.nesterov", false, "SGD Nesterov momentum"},
         {"optim.no_decay", false, "exempt biases, norm weights and embeddings from decay"},
         {"schedule.name", std::string("cosine"), "LR schedule",
-         Strings{"constant", "step", "exponential", "cosine", "linear_warmup_decay",
-                 "one_cycle"}},
+         Strings{"constant", "step", "exponential", "cosine", "linear_warmup_decay", "one_cycle"}},
         {"schedule.interval", std::string("epoch"), "apply per optimizer step or per epoch",
          Strings{"step", "epoch"}},
         {"schedule.warmup", int64_t(0), "warm-up length in intervals (cosine, linear)"},
@@ -62,6 +61,7 @@ std::vector<Spec> optim_schedule_specs() {
 std::vector<Spec> run_specs() {
     return {
         {"name", std::string("run"), "run name: the run directory is <output.runs_dir>/<name>"},
+        {"description", std::string(""), "free text for people (not used)"},
         {"seed", int64_t(0), "seeds the model init, dropout, shuffling and augmentation"},
         {"model.name", std::string("dgvit"), "a registered model (lumen models)",
          models::model_names()},
@@ -103,9 +103,11 @@ nn::Options resolve_training_config(const train::RawConfig& raw) {
     std::string model = std::get<std::string>(name_spec->default_value);
     if (auto name = raw.find("model.name")) {
         try {
-            model = std::get<std::string>(nn::coerce_option(*name_spec, *name, "config", "model.name"));
+            model =
+                std::get<std::string>(nn::coerce_option(*name_spec, *name, "config", "model.name"));
         } catch (const Error& e) {
-            LUMEN_FAIL("config", raw.source(), ": ", std::string(e.what()).substr(9));
+            LUMEN_FAIL("config", raw.source_of("model.name"), ": ",
+                       std::string(e.what()).substr(9));
         }
     }
     for (const Spec& spec : models::find_model(model).options)
@@ -140,7 +142,8 @@ std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataSha
 }
 
 std::unique_ptr<train::Optimizer> build_optimizer(const nn::Options& config, nn::Module& model) {
-    const double lr = config.get_double("optim.lr"), decay = config.get_double("optim.weight_decay");
+    const double lr = config.get_double("optim.lr"),
+                 decay = config.get_double("optim.weight_decay");
     std::vector<train::ParamGroup> groups;
     if (config.get_bool("optim.no_decay"))
         groups = train::weight_decay_groups(model, lr, decay);
@@ -154,7 +157,8 @@ std::unique_ptr<train::Optimizer> build_optimizer(const nn::Options& config, nn:
     }
     std::vector<double> betas = config.get_doubles("optim.betas");
     LUMEN_CHECK(betas.size() == 2, "config", "optim.betas needs 2 values, got ", betas.size());
-    train::AdamOptions o{.beta1 = betas[0], .beta2 = betas[1], .eps = config.get_double("optim.eps")};
+    train::AdamOptions o{
+        .beta1 = betas[0], .beta2 = betas[1], .eps = config.get_double("optim.eps")};
     if (name == "adam") return std::make_unique<train::Adam>(std::move(groups), o);
     return std::make_unique<train::AdamW>(std::move(groups), o);
 }
@@ -175,8 +179,10 @@ std::shared_ptr<train::LRSchedule> build_schedule(const nn::Options& config,
     if (name == "linear_warmup_decay")
         return std::make_shared<train::LinearWarmupDecayLR>(lr, warmup, total);
     if (name == "one_cycle")
-        return std::make_shared<train::OneCycleLR>(train::OneCycleOptions{
-            .max_lr = lr, .total_steps = total, .pct_start = config.get_double("schedule.pct_start")});
+        return std::make_shared<train::OneCycleLR>(
+            train::OneCycleOptions{.max_lr = lr,
+                                   .total_steps = total,
+                                   .pct_start = config.get_double("schedule.pct_start")});
     return std::make_shared<train::WarmupCosineLR>(lr, total, warmup, 0.0,
                                                    config.get_double("schedule.min_lr"));
 }

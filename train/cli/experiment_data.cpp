@@ -93,8 +93,8 @@ std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split
                                                                    std::vector<double>{kStd}));
     }
     if (!transforms.empty()) o.transform = std::make_shared<datasets::Compose>(transforms);
-    auto data = std::make_shared<datasets::TensorDataset>(
-        std::vector<Tensor>{split.images, split.labels});
+    auto data =
+        std::make_shared<datasets::TensorDataset>(std::vector<Tensor>{split.images, split.labels});
     return std::make_shared<LoaderSource>(data, o);
 }
 
@@ -117,8 +117,8 @@ DataSplits build_data(const nn::Options& config) {
 
 std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
                                                     const std::string& split, DataShape* shape) {
-    LUMEN_CHECK(split == "train" || split == "test", "lumen", "--split must be train or test, got '",
-                split, "'");
+    LUMEN_CHECK(split == "train" || split == "test", "lumen",
+                "--split must be train or test, got '", split, "'");
     Split data = load_split(config, split == "train");
     if (shape) *shape = shape_of(data);
     return make_source(config, data, false);

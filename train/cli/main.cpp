@@ -1,10 +1,13 @@
 // The `lumen` command line: subcommands parse their flags here and call the library or the
 // runner (check_vectors.h). This is the one place that catches lumen::Error: it prints
 // "error: <message>" to stderr and exits with status 1.
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/device.h"
 #include "core/error.h"
@@ -114,9 +117,20 @@ int run(const std::vector<std::string>& args) {
     LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");
 }
 
+// OpenMP reads OMP_WAIT_POLICY once, when the runtime loads, before main. Its default lets idle
+// threads spin, which on a machine with other work (or with the data loader's worker thread)
+// made training steps several times slower; passive costs nothing measurable when the machine
+// is quiet. So when the variable is unset, lumen restarts itself once with it set to passive.
+void default_to_passive_openmp(char** argv) {
+    if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run as is
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    default_to_passive_openmp(argv);
     try {
         return run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const lumen::Error& e) {

@@ -143,10 +143,9 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
                 "train needs CONFIG.json or --resume RUN_DIR (see 'lumen train --help')");
     std::string checkpoint = a.resume ? latest_checkpoint(*a.resume) : "";
     train::RawConfig raw =
-        a.positional.empty()
-            ? train::RawConfig::parse(train::read_checkpoint_state(checkpoint).config_json,
-                                      checkpoint)
-            : train::RawConfig::read(a.positional[0]);
+        a.positional.empty() ? train::RawConfig::parse(
+                                   train::read_checkpoint_state(checkpoint).config_json, checkpoint)
+                             : train::RawConfig::read(a.positional[0]);
     apply_flags(a, raw);
     nn::Options config = resolve_training_config(raw);
     Device device = setup_runtime(config);
@@ -156,7 +155,8 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     model->to(device);
     std::unique_ptr<train::Optimizer> optimizer = build_optimizer(config, *model);
     const int64_t k = config.get_int("train.accumulate");
-    auto schedule = build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
+    auto schedule =
+        build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
     const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
     train::Trainer trainer(trainer_options(config, run_dir, device), model, std::move(optimizer),
                            schedule, data.train, data.test, out);

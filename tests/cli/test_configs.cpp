@@ -1,0 +1,40 @@
+// The shipped configs (configs/*.json) resolve without errors, and the Table 3 ones carry the
+// paper's hyperparameters.
+#include <filesystem>
+
+#include "support/gradcheck.h"
+#include "train/cli/experiment.h"
+
+using namespace lumen;
+namespace fs = std::filesystem;
+
+namespace {
+
+nn::Options shipped(const std::string& name) {
+    const fs::path path = fs::path(LUMEN_TEST_DATA) / ".." / ".." / "configs" / name;
+    return cli::resolve_training_config(train::RawConfig::read(path.string()));
+}
+
+}  // namespace
+
+TEST_CASE("the shipped configs resolve, Table 3 values included", "[cli][configs]") {
+    nn::Options quick = shipped("quickstart.json");
+    CHECK(quick.get_string("model.name") == "dgvit");
+    CHECK(quick.get_string("data.dataset") == "fashion_mnist");
+    for (const char* name : {"dgvit_fmnist.json", "vit_fmnist.json"}) {
+        INFO(name);
+        nn::Options c = shipped(name);
+        CHECK(c.get_int("model.embed_dim") == 256);
+        CHECK(c.get_int("model.depth") == 8);
+        CHECK(c.get_int("model.num_heads") == 8);
+        CHECK(c.get_int("model.patch_size") == 4);
+        CHECK(c.get_int("data.batch_size") == 128);
+        CHECK(c.get_string("optim.name") == "adamw");
+        CHECK(c.get_double("optim.lr") == 3e-4);
+        CHECK(c.get_double("optim.weight_decay") == 0.01);
+        CHECK(c.get_string("schedule.name") == "cosine");
+        CHECK(c.get_int("train.epochs") == 100);
+    }
+    CHECK(shipped("dgvit_fmnist.json").get_double("model.ffn_expansion") == 4.0);
+    CHECK(shipped("vit_fmnist.json").get_string("model.attn_type") == "mhsa");
+}

@@ -1,0 +1,181 @@
+// `lumen train` / `lumen eval` end to end on the synthetic dataset with a tiny DGViT: the run
+// directory and summary, eval of the run, kill-and-resume through the CLI ending bit-identical
+// to one run (DataLoader with a worker thread, dropout, per-step schedule), run directory
+// numbering, and the errors for bad keys, data/model mismatches, flags and devices.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/safetensors.h"
+#include "support/gradcheck.h"
+#include "train/cli/train_command.h"
+
+using namespace lumen;
+using namespace lumen::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A config file in `dir` for a 2-epoch run of a tiny DGViT on 128 synthetic images.
+std::string write_config(const TempDir& dir) {
+    const std::string path = dir.file("tiny.json");
+    std::ofstream(path) << R"({
+  "name": "tiny",
+  "seed": 3,
+  "data": {"dataset": "synthetic", "batch_size": 16, "train_subset": 128, "test_subset": 64,
+           "num_workers": 1},
+  "model": {"name": "dgvit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 7,
+            "drop": 0.1},
+  "optim": {"lr": 0.003},
+  "schedule": {"name": "cosine", "interval": "step", "warmup": 3},
+  "train": {"epochs": 2, "log_every": 2, "threads": 1},
+  "output": {"progress": "lines"}
+})";
+    return path;
+}
+
+std::vector<std::string> args(std::initializer_list<std::string> list, const TempDir& dir) {
+    std::vector<std::string> out(list);
+    out.push_back("--set");
+    out.push_back("output.runs_dir=" + dir.file("runs"));
+    return out;
+}
+
+std::map<std::string, std::vector<float>> weights(const std::string& path) {
+    std::map<std::string, std::vector<float>> out;
+    for (auto& [name, t] : load_safetensors(path).tensors) out[name] = t.to_vector<float>();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("lumen train writes the run directory and lumen eval reads it back", "[cli][train]") {
+    TempDir dir("cli_train");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    CHECK(cli::run_train_command(args({config}, dir), out) == 0);
+    const std::string run = dir.file("runs/tiny");
+    for (const char* name : {"config.json", "metrics.jsonl", "plot.svg", "summary.json",
+                             "model.safetensors", "checkpoints/best.safetensors"}) {
+        INFO(name);
+        CHECK(fs::exists(run + "/" + name));
+    }
+    std::ifstream summary_file(run + "/summary.json");
+    nlohmann::json summary = nlohmann::json::parse(summary_file);
+    CHECK(summary["epochs"] == 2);
+    CHECK(summary["steps"] == 16);
+    CHECK(summary["device"] == "cpu");
+    CHECK(summary["test_accuracy"].get<double>() >= 0.0);
+    CHECK(summary["test_accuracy"].get<double>() <= 1.0);
+    CHECK(summary["images_per_second"].get<double>() > 0.0);
+    CHECK(out.str().find("| run directory | " + run) != std::string::npos);
+    // The config echo is the resolved config: defaults filled in.
+    std::ifstream echo(run + "/config.json");
+    nlohmann::json resolved = nlohmann::json::parse(echo);
+    CHECK(resolved["model"]["embed_dim"] == 16);
+    CHECK(resolved["optim"]["name"] == "adamw");
+
+    std::ostringstream eval;
+    CHECK(cli::run_eval_command({run}, eval) == 0);
+    char expected[64];
+    std::snprintf(expected, sizeof(expected), "accuracy %.4f",
+                  summary["test_accuracy"].get<double>());
+    CHECK(eval.str().find("test split: 64 images") != std::string::npos);
+    CHECK(eval.str().find(expected) != std::string::npos);
+    std::ostringstream train_split;
+    cli::run_eval_command({run + "/checkpoints/best.safetensors", "--split", "train"}, train_split);
+    CHECK(train_split.str().find("train split: 128 images") != std::string::npos);
+
+    // A second run with the same name goes to tiny-2.
+    std::ostringstream again;
+    cli::run_train_command(args({config, "--set", "train.epochs=1"}, dir), again);
+    CHECK(fs::exists(dir.file("runs/tiny-2/summary.json")));
+}
+
+TEST_CASE("lumen train --resume after a stop ends bit-identical to one run",
+          "[cli][train][resume]") {
+    TempDir dir("cli_resume");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    cli::run_train_command(args({config, "--set", "name=whole"}, dir), out);
+    // The first half stops after 11 of 16 updates (inside epoch 2), as a kill would, leaving
+    // its last checkpoint; the second half resumes from it.
+    cli::run_train_command(
+        args({config, "--set", "name=split", "--set", "train.max_steps=11"}, dir), out);
+    const std::string split = dir.file("runs/split");
+    CHECK(nlohmann::json::parse(std::ifstream(split + "/summary.json"))["steps"] == 11);
+    cli::run_train_command(args({config, "--set", "name=split", "--resume", split}, dir), out);
+    auto whole = weights(dir.file("runs/whole/model.safetensors"));
+    auto resumed = weights(split + "/model.safetensors");
+    REQUIRE(whole.size() == resumed.size());
+    for (auto& [name, values] : whole) {
+        INFO(name);
+        CHECK(values == resumed[name]);  // every bit
+    }
+    // Without CONFIG.json the run's stored config is used.
+    cli::run_train_command(args({"--resume", split, "--set", "train.epochs=3"}, dir), out);
+    CHECK(nlohmann::json::parse(std::ifstream(split + "/summary.json"))["epochs"] == 3);
+}
+
+TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch", "[cli][train]") {
+    TempDir dir("cli_errors");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "optim.lrr=1"}, dir), out);
+        },
+        {"[config] --set: unknown key 'optim.lrr'; did you mean 'optim.lr'?"});
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "train.epochs=two"}, dir), out);
+        },
+        {"[config] --set: option 'train.epochs' expects an integer, got \"two\""});
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "model.in_chans=3"}, dir), out);
+        },
+        {"[config] the data (synthetic) has channels 1", "model (dgvit) expects 3",
+         "model.in_chans"});
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "model.img_size=[32,32]"}, dir), out);
+        },
+        {"image size [28, 28]", "expects [32, 32]", "model.img_size"});
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "model.num_classes=5"}, dir), out);
+        },
+        {"classes 10", "expects 5", "model.num_classes"});
+    require_error(
+        [&] {
+            cli::run_train_command(args({config, "--set", "model.name=vitt"}, dir), out);
+        },
+        {"'model.name' must be one of dgvit, vit", "did you mean \"vit\"?"});
+    require_error(
+        [&] {
+            cli::run_train_command({config, "--sett", "a=1"}, out);
+        },
+        {"[lumen]", "unknown option '--sett'"});
+    require_error([&] { cli::run_train_command({}, out); }, {"[lumen]", "CONFIG.json or --resume"});
+    require_error([&] { cli::run_train_command({dir.file("absent.json")}, out); },
+                  {"[config]", "absent.json", "cannot read"});
+    require_error(
+        [&] {
+            cli::run_train_command({config, "--resume", dir.file("none")}, out);
+        },
+        {"[lumen]", "none/checkpoints holds no readable checkpoint"});
+    if (!cuda_available())
+        require_error(
+            [&] {
+                cli::run_train_command(args({config, "--device", "cuda"}, dir), out);
+            },
+            {"[lumen]", "no CUDA device"});
+    require_error([&] { cli::run_eval_command({dir.file("none")}, out); },
+                  {"[lumen]", "does not exist"});
+    std::ostringstream help;
+    CHECK(cli::run_train_command({"--help"}, help) == 0);
+    CHECK(help.str().find("usage: lumen train") != std::string::npos);
+}
