@@ -51,8 +51,12 @@ int main(int argc, char** argv) {
     const int repeats = std::min(options.repeats, 5);
     std::printf("# lumen train step, %d threads, median of %d repeats\n", get_num_threads(),
                 repeats);
-    time_model("vit_train_step", models::vit_config(10, {28, 28}, 1, 0.05), batch, repeats);
-    time_model("dgvit_train_step", models::dgvit_config(10, {28, 28}, 1, 4.0, 0.05, 2), batch,
-               repeats);
+    // MODELS=vit or MODELS=dgvit times one of the two (for profiling).
+    const char* only = std::getenv("MODELS");
+    if (!only || std::string(only).find("dgvit") != 0)
+        time_model("vit_train_step", models::vit_config(10, {28, 28}, 1, 0.05), batch, repeats);
+    if (!only || std::string(only).find("dgvit") != std::string::npos)
+        time_model("dgvit_train_step", models::dgvit_config(10, {28, 28}, 1, 4.0, 0.05, 2), batch,
+                   repeats);
     return 0;
 }

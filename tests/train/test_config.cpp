@@ -47,7 +47,7 @@ std::vector<nn::OptionSpec> specs() {
 
 }  // namespace
 
-TEST_CASE("configs: flattening, defaults, --set, unknown and mistyped keys", "[train][config]") {
+TEST_CASE("configs: flattening, defaults, --set overrides and the JSON echo", "[train][config]") {
     train::RawConfig raw = train::RawConfig::parse(
         R"({"name": "quick", "optim": {"lr": 1, "betas": [0.8, 0.99]}})", "quick.json");
     raw.set("train.epochs=3");
@@ -61,7 +61,10 @@ TEST_CASE("configs: flattening, defaults, --set, unknown and mistyped keys", "[t
     CHECK(
         train::config_to_json(o, -1) ==
         R"({"name":"other","optim":{"betas":[0.8,0.99],"lr":1.0},"train":{"amp":false,"epochs":3}})");
+}
 
+TEST_CASE("configs: unknown and mistyped keys name the source and the closest key",
+          "[train][config]") {
     auto resolve = [](const std::string& text) {
         train::resolve_config(train::RawConfig::parse(text, "c.json"), specs());
     };
