@@ -138,6 +138,28 @@ TEST_CASE("loader: 0, 1 and 3 workers give bit-identical transformed batches",
     CHECK(runs[0][0] != runs[0][16]);
 }
 
+TEST_CASE("loader: an epoch started at batch k gives the rest of the full epoch",
+          "[datasets][loader]") {
+    auto dataset = numbered_dataset(37);
+    TransformPtr augment = std::make_shared<RandomRotation>(30);
+    for (int64_t workers : {0, 2}) {
+        INFO("workers " << workers);
+        DataLoader loader(dataset, {.batch_size = 5,
+                                    .shuffle = true,
+                                    .seed = 4,
+                                    .num_workers = workers,
+                                    .transform = augment});
+        std::vector<std::vector<float>> full = epoch_images(loader, 2);
+        REQUIRE(full.size() == 8);
+        std::vector<std::vector<float>> rest;
+        for (Batch& batch : loader.epoch(2, 3)) rest.push_back(batch[0].to_vector<float>());
+        CHECK(rest == std::vector<std::vector<float>>(full.begin() + 3, full.end()));
+        loader.start_epoch(2, 8);  // resumed at the end: nothing left
+        CHECK_FALSE(loader.next().has_value());
+        require_error([&] { loader.start_epoch(0, 9); }, {"[DataLoader]", "first_batch 9", "0..8"});
+    }
+}
+
 TEST_CASE("loader: an exception while making a batch reaches the consumer", "[datasets][loader]") {
     auto dataset = std::make_shared<TestDataset>(40, 17);
     for (int64_t workers : {0, 1, 3}) {
