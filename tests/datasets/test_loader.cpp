@@ -227,6 +227,18 @@ TEST_CASE("loader: options and collate are checked", "[datasets][loader]") {
         {"[TensorDataset]", "tensor 1", "[3]", "[2, 3]"});
 }
 
+TEST_CASE("loader: Subset picks examples by index", "[datasets][loader]") {
+    auto dataset = numbered_dataset(10);
+    auto subset = std::make_shared<Subset>(dataset, std::vector<int64_t>{7, 2, 2, 9});
+    CHECK(subset->size() == 4);
+    DataLoader loader(subset, {.batch_size = 3});
+    CHECK(epoch_labels(loader, 0) == std::vector<int64_t>{7, 2, 2, 9});
+    CHECK(subset->get(0)[0].to_vector<float>() == dataset->get(7)[0].to_vector<float>());
+    require_error([&] { subset->get(4); }, {"[Subset]", "index 4", "4 examples"});
+    require_error([&] { Subset(dataset, {0, 10}); }, {"[Subset]", "index 1 is 10", "10 examples"});
+    require_error([] { Subset(nullptr, {}); }, {"[Subset]", "null"});
+}
+
 TEST_CASE("loader: random_permutation is a seeded permutation", "[datasets][loader]") {
     Generator a(5), b(5);
     std::vector<int64_t> p = random_permutation(1000, a);
