@@ -1,4 +1,4 @@
-// TensorDataset: argument checks and row views.
+// TensorDataset and Subset: argument checks and index lookups.
 #include "datasets/dataset.h"
 
 namespace lumen::datasets {
@@ -26,6 +26,22 @@ Example TensorDataset::get(int64_t index) const {
     example.reserve(tensors_.size());
     for (const Tensor& t : tensors_) example.push_back(t.select(0, index));
     return example;
+}
+
+Subset::Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices)
+    : dataset_(std::move(dataset)), indices_(std::move(indices)) {
+    LUMEN_CHECK(dataset_ != nullptr, "Subset", "needs a dataset, got null");
+    int64_t n = dataset_->size();
+    for (size_t k = 0; k < indices_.size(); ++k) {
+        LUMEN_CHECK(indices_[k] >= 0 && indices_[k] < n, "Subset", "index ", k, " is ", indices_[k],
+                    ", out of range for a dataset of ", n, " examples");
+    }
+}
+
+Example Subset::get(int64_t index) const {
+    LUMEN_CHECK(index >= 0 && index < size(), "Subset", "index ", index, " is out of range for ",
+                size(), " examples");
+    return dataset_->get(indices_[size_t(index)]);
 }
 
 }  // namespace lumen::datasets

@@ -1,8 +1,10 @@
-// The Dataset interface (a size and random access to examples) and TensorDataset, which slices
-// examples out of tensors held in memory. Batching and worker threads are in loader.h.
+// The Dataset interface (a size and random access to examples), TensorDataset, which slices
+// examples out of tensors held in memory, and Subset. Batching and worker threads are in
+// loader.h.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
@@ -39,6 +41,23 @@ class TensorDataset : public Dataset {
   private:
     std::vector<Tensor> tensors_;
     int64_t size_ = 0;
+};
+
+// The examples of `dataset` at `indices`, in that order: get(i) = dataset.get(indices[i]), as
+// torch.utils.data.Subset (e.g. the first 1,000 training images for a quick run, or a
+// held-out validation part). Throws [Subset] for a null dataset or an index outside
+// [0, dataset.size()).
+class Subset : public Dataset {
+  public:
+    Subset(std::shared_ptr<const Dataset> dataset, std::vector<int64_t> indices);
+    int64_t size() const override { return int64_t(indices_.size()); }
+    // Throws [Subset] when index is outside [0, size()).
+    Example get(int64_t index) const override;
+    const std::vector<int64_t>& indices() const { return indices_; }
+
+  private:
+    std::shared_ptr<const Dataset> dataset_;
+    std::vector<int64_t> indices_;
 };
 
 }  // namespace lumen::datasets

@@ -187,14 +187,17 @@ void DataLoader::stop(Run& run) {
     run.failed.clear();
 }
 
-void DataLoader::start_epoch(int64_t epoch) {
+void DataLoader::start_epoch(int64_t epoch, int64_t first_batch) {
+    LUMEN_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader", "first_batch ",
+                first_batch, " is out of range (expected 0..", num_batches(), ")");
     if (run_) stop(*run_);
     run_ = std::make_unique<Run>();
     run_->epoch = epoch;
     run_->order = epoch_order(epoch);
     run_->num_batches = num_batches();
+    run_->next_claim = run_->next_deliver = first_batch;
     run_->capacity = options_.num_workers * options_.prefetch_factor;
-    for (int64_t w = 0; w < options_.num_workers && run_->num_batches > 0; ++w) {
+    for (int64_t w = 0; w < options_.num_workers && first_batch < run_->num_batches; ++w) {
         run_->workers.emplace_back([this, run = run_.get()] { work(*run); });
     }
 }

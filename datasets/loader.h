@@ -60,15 +60,18 @@ class DataLoader {
     // The seed of the transform's generator for dataset example `index` in epoch `epoch`.
     uint64_t sample_seed(int64_t epoch, int64_t index) const;
 
-    // Starts epoch `epoch` (stopping any unfinished one): workers begin making batches.
-    void start_epoch(int64_t epoch);
+    // Starts epoch `epoch` at batch `first_batch` (stopping any unfinished epoch): workers
+    // begin making batches. A run resumed from a checkpoint taken after k batches of epoch e
+    // calls start_epoch(e, k) and gets the same remaining batches as the uninterrupted run.
+    // Throws [DataLoader] unless 0 <= first_batch <= num_batches().
+    void start_epoch(int64_t epoch, int64_t first_batch = 0);
     // The next batch of the current epoch in order, or nullopt after its last. Re-throws
     // an exception raised while making that batch (by the dataset, the transform or collate),
     // which also ends the epoch. Throws [DataLoader] before the first start_epoch.
     std::optional<Batch> next();
 
-    // Range over one epoch: for (Batch& batch : loader.epoch(e)) { ... } calls start_epoch(e)
-    // and then next() until the epoch ends.
+    // Range over one epoch: for (Batch& batch : loader.epoch(e)) { ... } calls
+    // start_epoch(e, first_batch) and then next() until the epoch ends.
     class Iterator {
       public:
         using value_type = Batch;
@@ -90,8 +93,8 @@ class DataLoader {
         Iterator begin() { return Iterator(loader); }
         std::default_sentinel_t end() { return {}; }
     };
-    EpochRange epoch(int64_t epoch) {
-        start_epoch(epoch);
+    EpochRange epoch(int64_t epoch, int64_t first_batch = 0) {
+        start_epoch(epoch, first_batch);
         return EpochRange{this};
     }
 

@@ -245,7 +245,7 @@ Tensor SaltAndPepper::operator()(const Tensor& image, Generator& generator) cons
     float* dst = out.data_ptr<float>();
     RandomStream random(generator);
     float half = float(amount_ / 2), low = float(low_), high = float(high_);
-    for (int64_t i = 0; i < in.numel(); ++i) {
+    for (int64_t i = 0, n = in.numel(); i < n; ++i) {
         float u = random.uniform_float();
         dst[i] = u < half ? low : (u < 2 * half ? high : src[i]);
     }

@@ -138,6 +138,28 @@ TEST_CASE("loader: 0, 1 and 3 workers give bit-identical transformed batches",
     CHECK(runs[0][0] != runs[0][16]);
 }
 
+TEST_CASE("loader: an epoch started at batch k gives the rest of the full epoch",
+          "[datasets][loader]") {
+    auto dataset = numbered_dataset(37);
+    TransformPtr augment = std::make_shared<RandomRotation>(30);
+    for (int64_t workers : {0, 2}) {
+        INFO("workers " << workers);
+        DataLoader loader(dataset, {.batch_size = 5,
+                                    .shuffle = true,
+                                    .seed = 4,
+                                    .num_workers = workers,
+                                    .transform = augment});
+        std::vector<std::vector<float>> full = epoch_images(loader, 2);
+        REQUIRE(full.size() == 8);
+        std::vector<std::vector<float>> rest;
+        for (Batch& batch : loader.epoch(2, 3)) rest.push_back(batch[0].to_vector<float>());
+        CHECK(rest == std::vector<std::vector<float>>(full.begin() + 3, full.end()));
+        loader.start_epoch(2, 8);  // resumed at the end: nothing left
+        CHECK_FALSE(loader.next().has_value());
+        require_error([&] { loader.start_epoch(0, 9); }, {"[DataLoader]", "first_batch 9", "0..8"});
+    }
+}
+
 TEST_CASE("loader: an exception while making a batch reaches the consumer", "[datasets][loader]") {
     auto dataset = std::make_shared<TestDataset>(40, 17);
     for (int64_t workers : {0, 1, 3}) {
@@ -203,6 +225,18 @@ TEST_CASE("loader: options and collate are checked", "[datasets][loader]") {
             TensorDataset({zeros({2, 3}), zeros({3})});
         },
         {"[TensorDataset]", "tensor 1", "[3]", "[2, 3]"});
+}
+
+TEST_CASE("loader: Subset picks examples by index", "[datasets][loader]") {
+    auto dataset = numbered_dataset(10);
+    auto subset = std::make_shared<Subset>(dataset, std::vector<int64_t>{7, 2, 2, 9});
+    CHECK(subset->size() == 4);
+    DataLoader loader(subset, {.batch_size = 3});
+    CHECK(epoch_labels(loader, 0) == std::vector<int64_t>{7, 2, 2, 9});
+    CHECK(subset->get(0)[0].to_vector<float>() == dataset->get(7)[0].to_vector<float>());
+    require_error([&] { subset->get(4); }, {"[Subset]", "index 4", "4 examples"});
+    require_error([&] { Subset(dataset, {0, 10}); }, {"[Subset]", "index 1 is 10", "10 examples"});
+    require_error([] { Subset(nullptr, {}); }, {"[Subset]", "null"});
 }
 
 TEST_CASE("loader: random_permutation is a seeded permutation", "[datasets][loader]") {

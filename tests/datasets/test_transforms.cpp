@@ -67,6 +67,8 @@ TEST_CASE("transforms: rotate by 90 degrees is np.rot90", "[datasets][transforms
         }
     }
     CHECK(rotate(x, 0).to_vector<float>() == x.to_vector<float>());
+    CHECK(affine(x, 0, {0, 0}, 1, 0).to_vector<float>() == x.to_vector<float>());
+    CHECK(max(abs(rotate(x, 360) - x)).item<double>() < 1e-6);
 }
 
 TEST_CASE("transforms: affine translates with zero fill and scales about the centre",
