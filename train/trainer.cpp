@@ -107,9 +107,8 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
 bool Trainer::train_epoch(RunLog& log, Progress& progress) {
     if (options_.interval == ScheduleInterval::epoch) schedule_->apply(*optimizer_, epoch_);
     model_->train();
-    train_data_->start_epoch(epoch_);
+    train_data_->start_epoch(epoch_, batch_in_epoch_);  // > 0: the rest of a resumed epoch
     const int64_t batches = train_data_->num_batches(), k = options_.accumulate;
-    for (int64_t b = 0; b < batch_in_epoch_; ++b) train_data_->next();  // done before a resume
     progress.start_epoch(epoch_, options_.epochs, (batches + k - 1) / k, batch_in_epoch_ / k);
     epoch_loss_sum_ = 0.0;
     epoch_seen_ = epoch_correct_ = 0;

@@ -31,7 +31,8 @@ class BatchSource {
     virtual ~BatchSource() = default;
     virtual int64_t num_batches() const = 0;   // per epoch
     virtual int64_t num_examples() const = 0;  // per epoch
-    virtual void start_epoch(int64_t epoch) = 0;
+    // Starts epoch `epoch` at batch `first_batch` (> 0 when a resumed run continues an epoch).
+    virtual void start_epoch(int64_t epoch, int64_t first_batch = 0) = 0;
     // The next batch of the current epoch, or nullopt after its last.
     virtual std::optional<std::vector<Tensor>> next() = 0;
 };

@@ -39,7 +39,7 @@ class MemorySource : public train::BatchSource {
         : images_(data.first), labels_(data.second), batch_(batch), shuffle_(shuffle) {}
     int64_t num_batches() const override { return (labels_.numel() + batch_ - 1) / batch_; }
     int64_t num_examples() const override { return labels_.numel(); }
-    void start_epoch(int64_t epoch) override {
+    void start_epoch(int64_t epoch, int64_t first_batch) override {
         const int64_t n = labels_.numel();
         std::vector<std::pair<double, int64_t>> keyed;
         Generator g(1000 + uint64_t(epoch));
@@ -49,7 +49,7 @@ class MemorySource : public train::BatchSource {
                          [](auto& a, auto& b) { return a.first < b.first; });
         order_.clear();
         for (auto& [key, i] : keyed) order_.push_back(i);
-        position_ = 0;
+        position_ = std::min(order_.size(), size_t(first_batch * batch_));
     }
     std::optional<std::vector<Tensor>> next() override {
         if (position_ >= order_.size()) return std::nullopt;

@@ -24,7 +24,9 @@ class LoaderSource : public train::BatchSource {
         : examples_(data->size()), loader_(std::move(data), std::move(o)) {}
     int64_t num_batches() const override { return loader_.num_batches(); }
     int64_t num_examples() const override { return examples_; }
-    void start_epoch(int64_t epoch) override { loader_.start_epoch(epoch); }
+    void start_epoch(int64_t epoch, int64_t first_batch) override {
+        loader_.start_epoch(epoch, first_batch);
+    }
     std::optional<std::vector<Tensor>> next() override { return loader_.next(); }
 
   private:
