@@ -4,9 +4,11 @@
 # executables, runs each suite of both alternately ROUNDS times, keeps the best median of each
 # workload, prints a markdown table and writes it to bench/results/<hostname>-<date>.md/.json.
 # Suites: core (SGEMM, add, softmax; issue 2), ops (conv, norms, scan, FFT; issue 3) and
-# attention (every attention variant fwd+bwd at N = 196 and 4096, linear-memory checks; issue 5).
+# attention (every attention variant fwd+bwd at N = 196 and 4096, linear-memory checks; issue 5),
+# train (a training step of the DGSA paper's Table 3 ViT and DGViT in images/s; issue 7).
 # Environment: SUITES (default "core ops"), THREADS (default: all cores), ROUNDS (default 2),
-#              REPEATS (default 7), BUILD_DIR (default build-bench).
+#              REPEATS (default 7), BUILD_DIR (default build-bench), RESULTS_NAME (the results
+#              file's name without extension, default <hostname>-<date>).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,7 +46,7 @@ done
 
 # ---- summary ----
 mkdir -p "$root/bench/results"
-stem="$root/bench/results/$(hostname)-$(date +%Y-%m-%d)"
+stem="$root/bench/results/${RESULTS_NAME:-$(hostname)-$(date +%Y-%m-%d)}"
 "$python" - "$work/lumen.jsonl" "$work/torch.jsonl" "$stem" "$threads" <<'EOF'
 import json, platform, socket, subprocess, sys, datetime
 

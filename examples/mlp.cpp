@@ -1,6 +1,7 @@
 // A two-layer perceptron learns y = sin(3x) from 256 noisy samples by plain gradient descent
 // through lumen's autograd: the smallest complete training loop, meant to be read top to bottom.
-// Seeded, so every run prints the same numbers. Run: bash scripts/run.sh
+// Seeded, so every run prints the same numbers.
+// Run: bash scripts/build.sh lumen_mlp && build/examples/lumen_mlp
 #include <cstdio>
 #include <vector>
 
