@@ -41,7 +41,9 @@ struct TrainerOptions {
     std::string run_dir = "runs/run";
     int64_t epochs = 1;
     int64_t max_steps = 0;   // > 0: stop after this many optimizer updates (checkpointed)
-    int64_t accumulate = 1;  // micro-batches per optimizer update
+    // Micro-batches per optimizer update; each loss is divided by it, so an epoch's last, short
+    // group of micro-batches weighs less (as the usual PyTorch loop does).
+    int64_t accumulate = 1;
     double grad_clip = 0.0;  // > 0: clip the global L2 norm to this
     double label_smoothing = 0.0;
     bool nan_guard = true;
@@ -90,7 +92,8 @@ class Trainer {
     void resume(const std::string& checkpoint_path);
     // Trains to options.epochs (or max_steps), evaluating, logging and checkpointing; writes
     // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
-    // the summary table. Throws [nan_guard] when a step goes non-finite.
+    // the summary table. The train loss and accuracy of a resumed epoch cover the batches after
+    // the checkpoint. Throws [nan_guard] when a step goes non-finite.
     TrainSummary fit();
     // Loss and accuracy over a split, in eval mode without gradients.
     EvalResult evaluate(BatchSource& data);
