@@ -8,8 +8,11 @@
 
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/gdla.h"
+#include "nn/attention/linear_attention.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/pvt_baselines.h"
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
@@ -40,6 +43,10 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["seqnorm"] = sfree::make_seqnorm_attention;
     factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
     factories["sima"] = sima::make_sima_attention;
+    factories["linear"] = gdla::make_linear_attention;
+    factories["gdla"] = gdla::make_gdla_attention;
+    factories["pvt_sa"] = gdla::make_pvt_sa_attention;
+    factories["pvt_da"] = gdla::make_pvt_da_attention;
 }
 
 void ensure_builtins() {
