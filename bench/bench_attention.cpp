@@ -4,7 +4,10 @@
 // registry exactly as models build them; then the peak memory of one forward + backward
 // (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
 // that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
-// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8).
+// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), as does PVTv2's spatial-reduction
+// attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
+// the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
+// context's.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -29,7 +32,14 @@ struct Variant {
 const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
+    {"pvt_sra", true}, {"pvt_sra_li", true},
+    {"hyena", true},   {"mamba", true},
 };
+
+// PVTv2 spatial reduction on a square grid: sr_ratio reduces the keys to a 7 x 7 or 8 x 8 grid,
+// as PVTv2's stages do (56 / 8 = 7 at 224 px), so the key count stays fixed as N grows;
+// "pvt_sra_li" is the linear variant (7 x 7 adaptive pooling).
+int64_t pvt_sr_ratio(int64_t side) { return side % 7 == 0 ? side / 7 : side / 8; }
 
 nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
     nn::AttentionConfig config;
@@ -42,12 +52,18 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
         config.options = {{"reduce_size", side % 8 == 0 ? 8.0 : 7.0}};
     }
     if (type == "sima") config.qkv_bias = false;  // the official SimA default
+    if (type == "pvt_sra" || type == "pvt_sra_li") {
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        config.type = "pvt_sra";
+        config.options = {{"sr_ratio", double(pvt_sr_ratio(side))},
+                          {"linear", type == "pvt_sra_li" ? 1.0 : 0.0}};
+    }
     return config;
 }
 
 nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
     nn::AttentionContext context;
-    if (type == "utnet") {
+    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
         context.grid = {side, side};
     }

@@ -1,8 +1,12 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
-attention modules of shared/oracle/ref_diff.py and ref_sfree_utnet.py (float32) at C = 256,
-8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
-repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
-Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]"""
+attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py, ref_gdla.py and
+ref_context.py (float32) at C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The
+reference code lives outside the repository: LUMEN_ORACLE (default ../shared/oracle beside the
+checkout) points to it. ref_context's MambaVisionMixer scans with a Python loop over the tokens
+(the official selective-scan kernel is CUDA-only), so its timings are the reference's, not a
+tuned CPU Mamba's.
+Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]
+(TORCH_ATTENTION_ONLY=name1,name2 runs only those variants)"""
 import math
 import os
 import sys
@@ -18,11 +22,24 @@ if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
     print(f"# torch_attention: no reference modules at {oracle} (set LUMEN_ORACLE)")
     sys.exit(0)
 sys.path.insert(0, oracle)
+import ref_context  # noqa: E402
 import ref_diff  # noqa: E402
+import ref_gdla  # noqa: E402
 import ref_sfree_utnet as ref_su  # noqa: E402
 
 torch.set_num_threads(args.threads)
 DIM, HEADS = 256, 8
+
+
+class OnGrid(torch.nn.Module):
+    """A token mixer that takes (x, H, W), called as module(x) on a square grid."""
+
+    def __init__(self, module, side):
+        super().__init__()
+        self.module, self.side = module, side
+
+    def forward(self, x):
+        return self.module(x, self.side, self.side)
 
 
 def build(name, tokens):
@@ -46,6 +63,16 @@ def build(name, tokens):
         module = ref_su.LinearAttention(DIM, heads=HEADS, dim_head=DIM // HEADS,
                                         reduce_size=8 if side % 8 == 0 else 7)
         return module, (1, DIM, side, side)
+    if name in ("pvt_sra", "pvt_sra_li"):
+        # keys reduced to a 7x7 or 8x8 grid as in PVTv2's stages; "_li" pools them to 7x7
+        side = round(math.sqrt(tokens))
+        sr_ratio = side // 7 if side % 7 == 0 else side // 8
+        module = ref_gdla.SRAttention(DIM, HEADS, sr_ratio, linear_attn=name == "pvt_sra_li")
+        return OnGrid(module, side), (1, tokens, DIM)
+    if name == "hyena":
+        return ref_context.HyenaOperator(DIM, 66000, 64, HEADS, 5), (1, tokens, DIM)
+    if name == "mamba":
+        return ref_context.MambaVisionMixer(DIM, d_state=8, d_conv=3, expand=1), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -58,7 +85,10 @@ def run(module, x, grad):
     y.backward(grad)
 
 
-for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet"]:
+NAMES = ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet", "pvt_sra",
+         "pvt_sra_li", "hyena", "mamba"]
+only = os.environ.get("TORCH_ATTENTION_ONLY")
+for name in NAMES if not only else only.split(","):
     for tokens in (196, 4096):
         torch.manual_seed(1)
         module, shape = build(name, tokens)

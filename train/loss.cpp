@@ -3,43 +3,16 @@
 #include "train/loss.h"
 
 #include "ops/elementwise.h"
-#include "ops/index.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
-#include "ops/softmax.h"
+#include "train/class_maps.h"
 
 namespace lumen::train {
 
-namespace {
-
-// The class indices as (B, *spatial), from (B, 1, *spatial) or (B, *spatial).
-Tensor class_indices(const char* who, const Tensor& input, const Tensor& target) {
-    LUMEN_CHECK(input.ndim() >= 2 && input.is_floating_point(), who,
-                "expects floating logits (B, C, ...), got ", input.shape(), " ", input.dtype());
-    LUMEN_CHECK(target.dtype() == DType::int64 || target.dtype() == DType::int32, who,
-                "expects an integer target, got ", target.dtype());
-    Tensor labels =
-        target.ndim() == input.ndim() && target.size(1) == 1 ? target.squeeze(1) : target;
-    Shape want = input.shape();
-    want.erase(want.begin() + 1);
-    LUMEN_CHECK(labels.shape() == want, who, "target ", target.shape(), " does not fit input ",
-                input.shape(), " (expected (B, 1, ...) or (B, ...) with the input's sizes)");
-    return labels;
-}
-
-}  // namespace
-
 Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceLossOptions& options) {
-    Tensor labels = class_indices("dice_loss", input, target);
-    const int64_t C = input.size(1), nd = input.ndim();
-    // Class last, (B, *spatial, C), to line up with one_hot's layout; sums over all the rest.
-    std::vector<int64_t> class_last{0};
-    for (int64_t d = 2; d < nd; ++d) class_last.push_back(d);
-    class_last.push_back(1);
-    Dims all_but_class;
-    for (int64_t d = 0; d < nd - 1; ++d) all_but_class.push_back(d);
-    Tensor probs = softmax(input, 1).permute(class_last);
-    Tensor onehot = one_hot(labels, C).to(input.dtype());
+    ClassMaps maps = class_maps("dice_loss", input, target);
+    const Tensor &probs = maps.probs, &onehot = maps.onehot;
+    const Dims& all_but_class = maps.reduce;
     Tensor tp = sum(mul(probs, onehot), all_but_class);
     // FP = sum P - TP and FN = count - TP: the same sums without two more products.
     Tensor fp = sub(sum(probs, all_but_class), tp);

@@ -1,6 +1,7 @@
 // Evaluation metrics computed on the host from finished predictions (no gradients): AUROC,
-// exact with ties (spec sfree_utnet §6.3), binary and averaged over several binary labels.
-// Accuracy, Dice, Hausdorff distances, ... join here (issue 7).
+// exact with ties (spec sfree_utnet §6.3; also torchmetrics' binary AUROC of spec context
+// §2.14), binary and averaged over several binary labels. Segmentation metrics (Dice, HD95,
+// accuracy) are in metrics_seg.h, SSIM in metrics_image.h.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
-// Optimizer bookkeeping (groups, state, zero_grad) and SGD's update, written with ops so it
-// runs on any device; results are copied into the parameters in place.
+// Optimizer bookkeeping (groups, state, zero_grad) and the SGD and Adam/AdamW updates, written
+// with ops so they run on any device; results are copied into the parameters in place.
 #include "train/optim.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/autograd.h"
@@ -40,6 +41,8 @@ void Optimizer::set_lr(double lr) {
     check_hyper(name_, "lr", lr);
     for (ParamGroup& group : groups_) group.lr = lr;
 }
+
+void Optimizer::set_momentum(double) { LUMEN_FAIL(name_, "has no momentum for a schedule to set"); }
 
 ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl().get()]; }
 
@@ -83,6 +86,84 @@ void SGD::step() {
             p.copy_(sub(p, mul(g, group.lr)));
         }
     }
+}
+
+void SGD::set_momentum(double momentum) {
+    check_hyper("SGD", "momentum", momentum);
+    options.momentum = momentum;
+}
+
+namespace {
+
+void check_beta(const char* who, const char* what, double beta) {
+    LUMEN_CHECK(beta >= 0.0 && beta < 1.0, who, what, " must be in [0, 1), got ", beta);
+}
+
+}  // namespace
+
+Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions opts, bool decoupled)
+    : Optimizer(name, std::move(groups)), options(opts), decoupled_weight_decay_(decoupled) {
+    check_beta(name.c_str(), "beta1", options.beta1);
+    check_beta(name.c_str(), "beta2", options.beta2);
+    check_hyper(name, "eps", options.eps);
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions opts)
+    : Adam("Adam", std::move(groups), opts, false) {}
+
+Adam::Adam(const std::vector<Tensor>& params, double lr, AdamOptions opts, double weight_decay)
+    : Adam(std::vector<ParamGroup>{ParamGroup{params, lr, weight_decay}}, opts) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamOptions opts)
+    : Adam("AdamW", std::move(groups), opts, true) {}
+
+AdamW::AdamW(const std::vector<Tensor>& params, double lr, AdamOptions opts, double weight_decay)
+    : AdamW(std::vector<ParamGroup>{ParamGroup{params, lr, weight_decay}}, opts) {}
+
+void Adam::set_momentum(double beta1) {
+    check_beta(name().c_str(), "beta1", beta1);
+    options.beta1 = beta1;
+}
+
+void Adam::step() {
+    NoGradGuard no_grad;
+    for (ParamGroup& group : param_groups())
+        for (Tensor& p : group.params)
+            if (p.grad().defined()) update(p, group);
+}
+
+void Adam::update(Tensor& p, const ParamGroup& group) {
+    const double beta1 = options.beta1, beta2 = options.beta2, lr = group.lr;
+    Tensor g = options.maximize ? neg(p.grad()) : p.grad();
+    if (group.weight_decay != 0) {
+        if (decoupled_weight_decay_)
+            p.copy_(mul(p, 1.0 - lr * group.weight_decay));
+        else
+            g = add(g, mul(p, group.weight_decay));
+    }
+    ParamState& s = state(p);
+    if (s.empty()) {
+        s.emplace("step", scalar_tensor(0.0, DType::float64));
+        s.emplace("exp_avg", zeros_like(p));
+        s.emplace("exp_avg_sq", zeros_like(p));
+        if (options.amsgrad) s.emplace("max_exp_avg_sq", zeros_like(p));
+    }
+    Tensor& count = s.at("step");
+    count.fill_(count.item<double>() + 1.0);
+    const double k = count.item<double>();
+    Tensor &m = s.at("exp_avg"), &v = s.at("exp_avg_sq");
+    m.copy_(add(m, mul(sub(g, m), 1.0 - beta1)));  // lerp towards g, as PyTorch
+    v.copy_(add(mul(v, beta2), mul(mul(g, g), 1.0 - beta2)));
+    Tensor second = v;
+    if (options.amsgrad) {
+        Tensor& v_max = s.at("max_exp_avg_sq");
+        v_max.copy_(maximum(v_max, v));
+        second = v_max;
+    }
+    const double step_size = lr / (1.0 - std::pow(beta1, k));
+    const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, k));
+    Tensor denominator = add(div(sqrt(second), bias_correction2_sqrt), options.eps);
+    p.copy_(sub(p, mul(div(m, denominator), step_size)));
 }
 
 }  // namespace lumen::train

@@ -1,7 +1,7 @@
 // Optimizers with PyTorch's update rules. Optimizer holds parameter groups (each with its
 // own lr, weight_decay and parameters, so that biases and norm weights can be exempted from
-// decay) and per-parameter state tensors; subclasses implement step(). SGD is here; Adam and
-// AdamW join it as further subclasses (issue 7).
+// decay) and per-parameter state tensors; subclasses implement step(): SGD, Adam and AdamW
+// (decoupled weight decay, Loshchilov & Hutter 2019).
 #pragma once
 
 #include <map>
@@ -41,6 +41,9 @@ class Optimizer {
     const std::vector<ParamGroup>& param_groups() const { return groups_; }
     // Sets the lr of every group (what an LR schedule does once per step or epoch).
     void set_lr(double lr);
+    // Sets the momentum a schedule cycles (OneCycleLR): SGD's momentum, Adam's beta1. Throws
+    // [<name>] for an optimizer without one or a value outside its range.
+    virtual void set_momentum(double momentum);
     const std::string& name() const { return name_; }
 
     // The state of `param`, created empty on first use; find_state returns null when none.
@@ -79,7 +82,55 @@ class SGD : public Optimizer {
     SGD(const std::vector<Tensor>& params, double lr, SGDOptions options = {},
         double weight_decay = 0.0);
     void step() override;
+    void set_momentum(double momentum) override;  // >= 0
     SGDOptions options;
+};
+
+// Adam as torch.optim.Adam (Kingma & Ba 2015, PyTorch's exact rule). Per parameter p with
+// gradient g, at step k (1-based, counted per parameter):
+//   g <- -g if maximize
+//   Adam:  g <- g + weight_decay p          AdamW:  p <- p (1 - lr weight_decay)
+//   m <- beta1 m + (1 - beta1) g,   v <- beta2 v + (1 - beta2) g^2
+//   v_hat <- max(v_hat, v) if amsgrad, else v
+//   p <- p - lr / (1 - beta1^k) m / (sqrt(v_hat) / sqrt(1 - beta2^k) + eps)
+// beta1 is read at every step (a schedule may cycle it: the bias correction uses the current
+// value, as PyTorch does). The state is "step" (a 0-d float64 CPU count), "exp_avg",
+// "exp_avg_sq" and, with amsgrad, "max_exp_avg_sq". Parameters without a gradient are skipped.
+struct AdamOptions {
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    bool amsgrad = false;
+    bool maximize = false;
+};
+
+class Adam : public Optimizer {
+  public:
+    // Throws [Adam] unless 0 <= beta1, beta2 < 1 and eps >= 0.
+    Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+    // One group of every parameter with the given lr and weight decay (PyTorch's defaults).
+    Adam(const std::vector<Tensor>& params, double lr = 1e-3, AdamOptions options = {},
+         double weight_decay = 0.0);
+    void step() override;
+    void set_momentum(double beta1) override;  // in [0, 1)
+    AdamOptions options;
+
+  protected:
+    Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+
+  private:
+    void update(Tensor& param, const ParamGroup& group);
+    bool decoupled_weight_decay_;
+};
+
+// AdamW as torch.optim.AdamW: Adam with the weight decay applied to the parameter directly
+// (p <- p (1 - lr weight_decay)) instead of through the gradient; default decay 0.01.
+class AdamW : public Adam {
+  public:
+    // Throws [AdamW] like Adam.
+    AdamW(std::vector<ParamGroup> groups, AdamOptions options = {});
+    AdamW(const std::vector<Tensor>& params, double lr = 1e-3, AdamOptions options = {},
+          double weight_decay = 1e-2);
 };
 
 }  // namespace lumen::train

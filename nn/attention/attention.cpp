@@ -10,12 +10,15 @@
 #include "nn/attention/diff_attn.h"
 #include "nn/attention/gdla.h"
 #include "nn/attention/linear_attention.h"
+#include "nn/attention/hyena.h"
+#include "nn/attention/mamba_vision.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/pvt_baselines.h"
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
+#include "nn/pvt/sr_attention.h"
 #include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
@@ -47,6 +50,9 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["gdla"] = gdla::make_gdla_attention;
     factories["pvt_sa"] = gdla::make_pvt_sa_attention;
     factories["pvt_da"] = gdla::make_pvt_da_attention;
+    factories["pvt_sra"] = pvt::make_pvt_sra_attention;
+    factories["hyena"] = make_hyena_attention;
+    factories["mamba"] = make_mamba_attention;
 }
 
 void ensure_builtins() {

@@ -1,8 +1,12 @@
-// UTNet's LR schedule at the epochs the spec lists (§5.3), its branches and errors, and the
-// 150-epoch vector.
+// UTNet's LR schedule at the epochs the spec lists (sfree_utnet §5.3), its branches and errors,
+// and the 150-epoch vector; OneCycleLR against PyTorch's phase formulas (two and three phases,
+// cos and linear, momentum cycling through apply) and the one-cycle Adam vector (context
+// §2.15); timm's warm-up + cosine at the spec's sample steps (gdla §6).
 #include <cmath>
+#include <numbers>
 
 #include "support/gradcheck.h"
+#include "train/optim.h"
 #include "train/schedule.h"
 
 using namespace lumen;
@@ -35,4 +39,107 @@ TEST_CASE("ExpWarmupPolyLR: warm-up with 2.718, 0.05 at epoch 5, poly 0.9 decay"
 
 TEST_CASE("UTNet LR schedule vector", "[train][schedule][oracle]") {
     require_oracle_vectors({"utnet_lr_schedule"}, "sfree_utnet");
+}
+
+namespace {
+
+// PyTorch's cosine anneal from start to end at fraction pct.
+double cos_anneal(double start, double end, double pct) {
+    return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1.0);
+}
+
+}  // namespace
+
+TEST_CASE("OneCycleLR: two phases, cosine, with the momentum cycled the other way",
+          "[train][schedule]") {
+    train::OneCycleLR schedule({.max_lr = 1e-3, .total_steps = 23});
+    const double initial = 1e-3 / 25, final_lr = initial / 1e4, end1 = 0.3 * 23 - 1;  // 5.9
+    CHECK(schedule.lr(0) == Approx(initial).epsilon(1e-14));
+    CHECK(schedule.momentum(0) == Approx(0.95).epsilon(1e-14));
+    CHECK(schedule.lr(3) == Approx(cos_anneal(initial, 1e-3, 3 / end1)).epsilon(1e-14));
+    CHECK(schedule.momentum(3) == Approx(cos_anneal(0.95, 0.85, 3 / end1)).epsilon(1e-14));
+    double pct = (6 - end1) / (22 - end1);  // phase 2 starts at the float end of phase 1
+    CHECK(schedule.lr(6) == Approx(cos_anneal(1e-3, final_lr, pct)).epsilon(1e-14));
+    CHECK(schedule.momentum(6) == Approx(cos_anneal(0.85, 0.95, pct)).epsilon(1e-14));
+    CHECK(schedule.lr(22) == Approx(final_lr).epsilon(1e-12));
+    CHECK(schedule.momentum(22) == Approx(0.95).epsilon(1e-14));
+    // PyTorch allows one step past the end: the last phase's anneal continues (pct > 1).
+    CHECK(schedule.lr(23) ==
+          Approx(cos_anneal(1e-3, final_lr, (23 - end1) / (22 - end1))).epsilon(1e-12));
+    require_error([&] { schedule.lr(24); }, {"[OneCycleLR]", "24", "23"});
+    require_error([&] { schedule.lr(-1); }, {"[OneCycleLR]", "-1"});
+    // The peak: with 10 steps phase 1 ends exactly at step 2.
+    train::OneCycleLR ten({.max_lr = 0.1, .total_steps = 10});
+    CHECK(ten.lr(2) == Approx(0.1).epsilon(1e-14));
+    CHECK(ten.momentum(2) == Approx(0.85).epsilon(1e-14));
+    CHECK(ten.name() == "one_cycle");
+}
+
+TEST_CASE("OneCycleLR: linear anneal, three phases, custom factors", "[train][schedule]") {
+    train::OneCycleLR linear({.max_lr = 0.1, .total_steps = 10, .anneal_strategy = "linear"});
+    CHECK(linear.lr(1) == Approx(0.004 + (0.1 - 0.004) * 0.5).epsilon(1e-14));
+    CHECK(linear.momentum(1) == Approx(0.9).epsilon(1e-14));
+    // Three phases end at 2, 4 and 9: up, back down to initial, then to final.
+    train::OneCycleLR three({.max_lr = 0.1,
+                             .total_steps = 10,
+                             .div_factor = 10,
+                             .final_div_factor = 100,
+                             .three_phase = true});
+    CHECK(three.lr(2) == Approx(0.1).epsilon(1e-14));
+    CHECK(three.lr(3) == Approx(cos_anneal(0.1, 0.01, 0.5)).epsilon(1e-14));
+    CHECK(three.momentum(3) == Approx(0.9).epsilon(1e-14));
+    CHECK(three.lr(4) == Approx(0.01).epsilon(1e-14));
+    CHECK(three.momentum(4) == Approx(0.95).epsilon(1e-14));
+    CHECK(three.lr(7) == Approx(cos_anneal(0.01, 1e-4, 0.6)).epsilon(1e-14));
+    CHECK(three.momentum(7) == Approx(0.95).epsilon(1e-14));
+    CHECK(three.lr(9) == Approx(1e-4).epsilon(1e-12));
+    require_error([] { train::OneCycleLR bad({.max_lr = 0.1, .total_steps = 0}); },
+                  {"[OneCycleLR]", "total_steps"});
+    require_error(
+        [] { train::OneCycleLR bad({.max_lr = 0.1, .total_steps = 5, .pct_start = 1.5}); },
+        {"[OneCycleLR]", "pct_start", "1.5"});
+    require_error(
+        [] { train::OneCycleLR bad({.max_lr = 0.1, .total_steps = 5, .anneal_strategy = "exp"}); },
+        {"[OneCycleLR]", "exp"});
+}
+
+TEST_CASE("OneCycleLR::apply sets lr and beta1 / momentum", "[train][schedule]") {
+    Tensor p = zeros({2}).requires_grad_(true);
+    train::Adam adam({p}, 1.0, {.beta1 = 0.9, .beta2 = 0.99});
+    train::OneCycleLR schedule({.max_lr = 1e-2, .total_steps = 20});
+    schedule.apply(adam, 4);
+    CHECK(adam.param_groups()[0].lr == schedule.lr(4));
+    CHECK(adam.options.beta1 == schedule.momentum(4));
+    CHECK(adam.options.beta2 == 0.99);
+    train::SGD sgd({p}, 1.0, {.momentum = 0.5});
+    schedule.apply(sgd, 7);
+    CHECK(sgd.options.momentum == schedule.momentum(7));
+    train::OneCycleLR no_cycle({.max_lr = 1e-2, .total_steps = 20, .cycle_momentum = false});
+    no_cycle.apply(sgd, 0);
+    CHECK(sgd.options.momentum == schedule.momentum(7));
+    CHECK(sgd.param_groups()[0].lr == no_cycle.lr(0));
+    // The base class sets the lr only.
+    train::ExpWarmupPolyLR poly;
+    poly.apply(sgd, 5);
+    CHECK(sgd.param_groups()[0].lr == 0.05);
+}
+
+TEST_CASE("WarmupCosineLR: the Synapse values of spec gdla §6", "[train][schedule]") {
+    train::WarmupCosineLR schedule(5e-4, 55400, 2770);
+    CHECK(schedule.lr(0) == Approx(1e-6).epsilon(1e-12));
+    CHECK(schedule.lr(1385) == Approx(2.505e-4).epsilon(1e-12));
+    CHECK(schedule.lr(2770) == Approx(4.96928e-4).epsilon(1e-5));
+    CHECK(schedule.lr(27700) == Approx(2.505e-4).epsilon(1e-12));
+    CHECK(schedule.lr(55400) == 1e-6);
+    CHECK(schedule.lr(99999) == 1e-6);
+    CHECK(schedule.name() == "warmup_cosine");
+    train::WarmupCosineLR no_warmup(0.1, 100);
+    CHECK(no_warmup.lr(0) == Approx(0.1).epsilon(1e-14));
+    CHECK(no_warmup.lr(50) == Approx(1e-6 + 0.5 * (0.1 - 1e-6)).epsilon(1e-14));
+    require_error([&] { schedule.lr(-1); }, {"[WarmupCosineLR]", "-1"});
+    require_error([] { train::WarmupCosineLR bad(0.1, 0); }, {"[WarmupCosineLR]", "total_steps"});
+}
+
+TEST_CASE("One-cycle Adam vector", "[train][schedule][oracle]") {
+    require_oracle_vectors({"schedule_onecycle_adam"}, "context");
 }
