@@ -7,7 +7,7 @@
 // grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), as does PVTv2's spatial-reduction
 // attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
 // the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
-// context's.
+// context's. GDLA (spec gdla's mixer) also takes the square grid, for its local mixer.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -32,8 +32,8 @@ struct Variant {
 const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
-    {"pvt_sra", true}, {"pvt_sra_li", true},
-    {"hyena", true},   {"mamba", true},
+    {"pvt_sra", true}, {"pvt_sra_li", true}, {"hyena", true}, {"mamba", true},
+    {"linear", true},  {"gdla", true},
 };
 
 // PVTv2 spatial reduction on a square grid: sr_ratio reduces the keys to a 7 x 7 or 8 x 8 grid,
@@ -63,7 +63,7 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
 
 nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
     nn::AttentionContext context;
-    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li") {
+    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li" || type == "gdla") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
         context.grid = {side, side};
     }

@@ -73,6 +73,11 @@ def build(name, tokens):
         return ref_context.HyenaOperator(DIM, 66000, 64, HEADS, 5), (1, tokens, DIM)
     if name == "mamba":
         return ref_context.MambaVisionMixer(DIM, d_state=8, d_conv=3, expand=1), (1, tokens, DIM)
+    if name == "linear":
+        return ref_gdla.MultiHeadLinearAttn(DIM, HEADS), (1, tokens, DIM)
+    if name == "gdla":
+        side = round(math.sqrt(tokens))
+        return OnGrid(ref_gdla.GatedDiffLinearAttn(DIM, HEADS), side), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -86,7 +91,7 @@ def run(module, x, grad):
 
 
 NAMES = ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet", "pvt_sra",
-         "pvt_sra_li", "hyena", "mamba"]
+         "pvt_sra_li", "hyena", "mamba", "linear", "gdla"]
 only = os.environ.get("TORCH_ATTENTION_ONLY")
 for name in NAMES if not only else only.split(","):
     for tokens in (196, 4096):

@@ -44,29 +44,32 @@ GatedDiffLinearAttn::GatedDiffLinearAttn(int64_t dim_, int64_t n_heads_, bool qk
     out_proj = register_module("out_proj", make<Linear>(2 * dim, dim, true));
 }
 
+// Every 4C-channel tensor is kept channel-major, (B, 4C, N): that is already the NCHW map the
+// depthwise conv needs, so no (N, 4C) transpose is ever copied (at N = 4096 such a copy costs
+// more than the depthwise conv itself); the GEMMs read the transposed operands in place.
+
 Tensor GatedDiffLinearAttn::local_mix(const Tensor& t, int64_t height, int64_t width) const {
-    int64_t batch = t.size(0), n = t.size(1), wide = 4 * dim;
-    Tensor map = t.transpose(1, 2).reshape({batch, wide, height, width});
-    Tensor mixed = dwc->forward(map).view({batch, wide, n});
-    // The 1x1 conv as a GEMM that reads the map transposed: the result is already tokens.
-    return linear(mixed.transpose(1, 2), pwc->weight.view({wide, wide}), pwc->bias);
+    int64_t batch = t.size(0), n = t.size(2), wide = 4 * dim;
+    Tensor mixed = dwc->forward(t.view({batch, wide, height, width})).view({batch, wide, n});
+    // The 1x1 conv as one GEMM per sample, its bias per channel (row).
+    return add(matmul(pwc->weight.view({wide, wide}), mixed), pwc->bias.view({wide, 1}));
 }
 
 Tensor GatedDiffLinearAttn::branch(const Tensor& t, const Tensor& lambda) const {
-    int64_t batch = t.size(0), n = t.size(1), h = n_heads, dh = head_dim, d = dh / 2;
-    // phi over the q and k blocks at once. Channel (block, j, half, i) of [q|k] views as
-    // (B, N, 2, h, 2, d) -> (block, B, h, half, N, d): both halves of every head in one batch.
-    Tensor phi = elu_feature_map(t.narrow(-1, 0, 2 * dim))
-                     .view({batch, n, 2, h, 2, d})
-                     .permute({2, 0, 3, 4, 1, 5});
-    // v of head j, shared by both halves: (B, h, 1, N, dh), broadcast over the half dim.
-    Tensor v = t.narrow(-1, 2 * dim, dim).view({batch, n, h, dh}).transpose(1, 2).unsqueeze(2);
-    Tensor both = linear_attention_from_features(phi.select(0, 0), phi.select(0, 1), v, eps);
+    int64_t batch = t.size(0), n = t.size(2), h = n_heads, dh = head_dim, d = dh / 2;
+    // phi over the q and k blocks at once. Row (block, j, half, i) of [q|k] views as
+    // (B, 2, h, 2, d, N); transposed, every (block, head, half) is an (N, d) matrix stored
+    // column-major, which the GEMMs read in place: both halves of every head in one batch.
+    Tensor phi =
+        elu_feature_map(t.narrow(1, 0, 2 * dim)).view({batch, 2, h, 2, d, n}).transpose(-2, -1);
+    // v of head j, (B, h, 1, N, dh), shared by both halves (broadcast over the half dim).
+    Tensor v = t.narrow(1, 2 * dim, dim).view({batch, h, 1, dh, n}).transpose(-2, -1);
+    Tensor both = linear_attention_from_features(phi.select(1, 0), phi.select(1, 1), v, eps);
     // D = A1 - lambda[j] * A2 with lambda (h, dh) per channel; then RMSNorm over dh.
     Tensor diff = sub(both.select(2, 0), mul(both.select(2, 1), lambda.view({1, h, 1, dh})));
     Tensor normed = rms_norm(diff, {dh}, ln->weight, ln->eps);  // (B, h, N, dh)
-    Tensor gate = sigmoid(t.narrow(-1, 3 * dim, dim)).view({batch, n, h, dh});
-    return mul(normed.transpose(1, 2), gate).reshape({batch, n, dim});
+    Tensor gate = sigmoid(t.narrow(1, 3 * dim, dim)).view({batch, h, dh, n});
+    return mul(normed.transpose(-2, -1), gate).view({batch, dim, n});  // channel-major
 }
 
 Tensor GatedDiffLinearAttn::forward(const Tensor& x, int64_t height, int64_t width) {
@@ -74,10 +77,13 @@ Tensor GatedDiffLinearAttn::forward(const Tensor& x, int64_t height, int64_t wid
                 "), got shape ", x.shape());
     LUMEN_CHECK(height > 0 && width > 0 && height * width == x.size(1), "GatedDiffLinearAttn",
                 "grid ", height, " x ", width, " does not cover the ", x.size(1), " tokens");
-    Tensor t = qkvg->forward(x);  // (B, N, 4C)
+    // T^T = W x^T (+ b per row): (B, 4C, N).
+    Tensor t = matmul(qkvg->weight, x.transpose(1, 2));
+    if (qkvg->bias.defined()) t = add(t, qkvg->bias.view({4 * dim, 1}));
     Tensor main = branch(t, lambda_scale_main);
     Tensor aux = branch(local_mix(t, height, width), lambda_scale_aux);
-    return out_proj->forward(cat({main, aux}, -1));
+    // out_proj reads the channel-major concatenation transposed: tokens come out.
+    return out_proj->forward(cat({main, aux}, 1).transpose(1, 2));
 }
 
 Tensor GatedDiffLinearAttn::forward(const Tensor& x, const AttentionContext& context) {

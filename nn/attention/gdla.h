@@ -46,9 +46,9 @@ class GatedDiffLinearAttn : public Attention {
     double eps;
 
   private:
-    // One branch: t (B, N, 4C) [q|k|v|g] -> (B, N, C).
+    // One branch on the channel-major t (B, 4C, N) [q|k|v|g] -> (B, C, N).
     Tensor branch(const Tensor& t, const Tensor& lambda) const;
-    // pwc(dwc(t on the grid)) as tokens (B, N, 4C).
+    // pwc(dwc(t on the grid)), channel-major (B, 4C, N) in and out.
     Tensor local_mix(const Tensor& t, int64_t height, int64_t width) const;
 };
 
