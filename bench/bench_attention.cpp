@@ -4,7 +4,8 @@
 // registry exactly as models build them; then the peak memory of one forward + backward
 // (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
 // that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
-// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8).
+// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), Swin's window attention
+// (issue 6) on the same grids with windows 7 and 8, partition and reverse included.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -29,6 +30,7 @@ struct Variant {
 const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
+    {"swin_window", true},
 };
 
 nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
@@ -42,12 +44,17 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
         config.options = {{"reduce_size", side % 8 == 0 ? 8.0 : 7.0}};
     }
     if (type == "sima") config.qkv_bias = false;  // the official SimA default
+    if (type == "swin_window") {
+        // Swin's 7 x 7 windows on the 14 x 14 grid, 8 x 8 on 64 x 64 (and 128 x 128).
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        config.options = {{"window", side % 8 == 0 ? 8.0 : 7.0}};
+    }
     return config;
 }
 
 nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
     nn::AttentionContext context;
-    if (type == "utnet") {
+    if (type == "utnet" || type == "swin_window") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
         context.grid = {side, side};
     }

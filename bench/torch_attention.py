@@ -1,6 +1,6 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
-attention modules of shared/oracle/ref_diff.py and ref_sfree_utnet.py (float32) at C = 256,
-8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
+attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py and ref_context.py
+(float32) at C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
 repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
 Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]"""
 import math
@@ -18,11 +18,28 @@ if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
     print(f"# torch_attention: no reference modules at {oracle} (set LUMEN_ORACLE)")
     sys.exit(0)
 sys.path.insert(0, oracle)
+import ref_context  # noqa: E402
 import ref_diff  # noqa: E402
 import ref_sfree_utnet as ref_su  # noqa: E402
 
 torch.set_num_threads(args.threads)
 DIM, HEADS = 256, 8
+
+
+class SwinWindowStep(torch.nn.Module):
+    """Swin's unshifted window attention on a square token grid: partition into windows,
+    ref_context.WindowAttention, reverse (lumen's "swin_window" variant)."""
+
+    def __init__(self, side, window):
+        super().__init__()
+        self.side, self.window = side, (window, window)
+        self.attn = ref_context.WindowAttention(DIM, HEADS, self.window)
+
+    def forward(self, x):
+        grid = x.view(x.shape[0], self.side, self.side, DIM)
+        windows = ref_context.window_partition(grid, self.window)
+        dims = (x.shape[0], self.side, self.side)
+        return ref_context.window_reverse(self.attn(windows), self.window, dims).reshape(x.shape)
 
 
 def build(name, tokens):
@@ -46,6 +63,9 @@ def build(name, tokens):
         module = ref_su.LinearAttention(DIM, heads=HEADS, dim_head=DIM // HEADS,
                                         reduce_size=8 if side % 8 == 0 else 7)
         return module, (1, DIM, side, side)
+    if name == "swin_window":
+        side = round(math.sqrt(tokens))
+        return SwinWindowStep(side, 8 if side % 8 == 0 else 7), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -58,7 +78,8 @@ def run(module, x, grad):
     y.backward(grad)
 
 
-for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet"]:
+for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet",
+             "swin_window"]:
     for tokens in (196, 4096):
         torch.manual_seed(1)
         module, shape = build(name, tokens)

@@ -13,6 +13,7 @@
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
+#include "nn/swin/window_attention.h"
 #include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
@@ -40,6 +41,7 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["seqnorm"] = sfree::make_seqnorm_attention;
     factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
     factories["sima"] = sima::make_sima_attention;
+    factories["swin_window"] = swin::make_swin_window_attention;
 }
 
 void ensure_builtins() {
