@@ -4,8 +4,10 @@
 // registry exactly as models build them; then the peak memory of one forward + backward
 // (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
 // that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
-// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), Swin's window attention
-// (issue 6) on the same grids with windows 7 and 8, partition and reverse included.
+// grids (14x14 with reduce size 7, 64x64 and 128x128 with 8). Hyena (8 heads, the paper's
+// l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec context's;
+// Swin's window attention runs on the same grids as UTNet's with windows 7 and 8,
+// partition and reverse included.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -30,7 +32,7 @@ struct Variant {
 const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
-    {"swin_window", true},
+    {"hyena", true},   {"mamba", true},      {"swin_window", true},
 };
 
 nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {

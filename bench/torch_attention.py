@@ -1,8 +1,12 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
 attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py and ref_context.py
-(float32) at C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference code lives outside the
-repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points to it.
-Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]"""
+(float32) at C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The reference
+code lives outside the repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout)
+points to it. ref_context's MambaVisionMixer scans with a Python loop over the tokens (the
+official selective-scan kernel is CUDA-only), so its timings are the reference's, not a tuned
+CPU Mamba's.
+Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]
+(TORCH_ATTENTION_ONLY=name1,name2 runs only those variants)"""
 import math
 import os
 import sys
@@ -66,6 +70,10 @@ def build(name, tokens):
     if name == "swin_window":
         side = round(math.sqrt(tokens))
         return SwinWindowStep(side, 8 if side % 8 == 0 else 7), (1, tokens, DIM)
+    if name == "hyena":
+        return ref_context.HyenaOperator(DIM, 66000, 64, HEADS, 5), (1, tokens, DIM)
+    if name == "mamba":
+        return ref_context.MambaVisionMixer(DIM, d_state=8, d_conv=3, expand=1), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -78,8 +86,10 @@ def run(module, x, grad):
     y.backward(grad)
 
 
-for name in ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet",
-             "swin_window"]:
+NAMES = ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet", "hyena",
+         "mamba", "swin_window"]
+only = os.environ.get("TORCH_ATTENTION_ONLY")
+for name in NAMES if not only else only.split(","):
     for tokens in (196, 4096):
         torch.manual_seed(1)
         module, shape = build(name, tokens)

@@ -6,6 +6,8 @@
 #include "nn/attention/attention.h"
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/hyena.h"
+#include "nn/attention/mamba_vision.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/seqnorm_attention.h"

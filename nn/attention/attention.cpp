@@ -8,6 +8,8 @@
 
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/hyena.h"
+#include "nn/attention/mamba_vision.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/seqnorm_attention.h"
@@ -41,6 +43,8 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["seqnorm"] = sfree::make_seqnorm_attention;
     factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
     factories["sima"] = sima::make_sima_attention;
+    factories["hyena"] = make_hyena_attention;
+    factories["mamba"] = make_mamba_attention;
     factories["swin_window"] = swin::make_swin_window_attention;
 }
 

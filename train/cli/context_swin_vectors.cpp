@@ -1,7 +1,7 @@
 // check-vectors adapters of spec `context` for Swin (2.9: context.PatchEmbed, compute_mask,
 // relative_position_index, WindowAttention, SwinTransformerBlock, PatchMergingV2, BasicLayer,
 // SwinTransformer), the UPerNet head (2.10: context.UperNet) and the Swin whole models
-// (context.model with encoder "Swin", reached through context_model_vectors.cpp).
+// (context.model with encoder "Swin": context_vectors.cpp hands it to "context.model:Swin").
 #include "models/context_swin.h"
 #include "nn/swin/window.h"
 #include "train/cli/module_vectors.h"
@@ -145,7 +145,7 @@ const VectorAdapterRegistration kUperNet("context.UperNet", [](VectorCall& call)
                                          call.input("f4")})}};
 });
 
-const VectorAdapterRegistration kSwinModel("context.model.Swin", [](VectorCall& call) {
+const VectorAdapterRegistration kSwinModel("context.model:Swin", [](VectorCall& call) {
     models::ContextSwinConfig c;
     c.decoder = call.config.get_string("decoder", "upernet");
     c.in_channels = call.config.get_int("in_channels");
