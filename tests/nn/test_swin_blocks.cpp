@@ -112,6 +112,35 @@ TEST_CASE("SwinTransformerBlock gradients match finite differences", "[nn][swin]
     module_gradcheck(block3, random_input({1, 2, 4, 3, 4}, 9));
 }
 
+TEST_CASE("Swin with Hyena / MambaVision windows: names, no shift, gradients", "[nn][swin]") {
+    SwinMixer hyena{"hyena", {{"l_max", 16}, {"filter_order", 4}}}, mamba{"mamba", {}};
+    SwinTransformerBlock hb(4, 2, {3, 3}, {0, 0}, 2.0, true, hyena);
+    for (const char* key : {"attn.hyena.in_proj.weight", "attn.hyena.short_filter.weight",
+                            "attn.hyena.filter_fn.pos_emb.z", "attn.hyena.out_proj.bias"})
+        CHECK(has_key(hb, key));
+    CHECK_FALSE(has_key(hb, "attn.relative_position_bias_table"));
+    SwinTransformerBlock mb(4, 2, {3, 3}, {0, 0}, 2.0, true, mamba);
+    for (const char* key : {"attn.mamba.in_proj.weight", "attn.mamba.A_log", "attn.mamba.D",
+                            "attn.mamba.x_proj.weight", "attn.mamba.dt_proj.bias"})
+        CHECK(has_key(mb, key));
+    // A stage of Hyena/Mamba windows never shifts (spec decision 7) and builds no mask.
+    BasicLayer layer(4, 3, 2, {3, 3}, 2.0, true, mamba);
+    CHECK(layer.shift_size == std::vector<int64_t>{0, 0});
+    for (size_t i = 0; i < 3; ++i)
+        CHECK((*layer.blocks)[i].shift_size == std::vector<int64_t>{0, 0});
+    CHECK(layer.forward(random_input({1, 4, 7, 5}, 12).to(DType::float32)).shape() ==
+          Shape{1, 8, 4, 3});
+    // A mixer window is mixed as its own sequence: a token outside it changes nothing inside.
+    Tensor x = random_input({1, 6, 6, 4}, 13).to(DType::float32);
+    Tensor changed = x.clone();
+    changed.narrow(1, 5, 1).narrow(2, 5, 1).fill_(3.0);
+    Tensor a = hb.forward(x), b = hb.forward(changed);
+    require_close(a.narrow(1, 0, 3).narrow(2, 0, 3), b.narrow(1, 0, 3).narrow(2, 0, 3), 0, 0);
+    // float64 gradients through the padded (5 x 4 -> 6 x 6) windows.
+    module_gradcheck(hb, random_input({1, 5, 4, 4}, 14));
+    module_gradcheck(mb, random_input({1, 5, 4, 4}, 15));
+}
+
 TEST_CASE("BasicLayer shifts its odd blocks and merges patches at the end", "[nn][swin]") {
     BasicLayer layer(4, 3, 2, {4, 4});
     CHECK(layer.shift_size == std::vector<int64_t>{2, 2});
@@ -157,6 +186,7 @@ TEST_CASE("Swin layer vectors pass", "[nn][swin][vectors]") {
          "swin_patch_merging_3d_odd", "swin_block_2d_shift_pad", "swin_block_2d_noshift",
          "swin_block_3d_shift_pad", "swin_block_3d_clipD", "swin_block_3d_clipH",
          "swin_basic_layer_2d", "swin_basic_layer_3d", "swin_backbone_2d_attn",
-         "swin_backbone_3d_attn"},
+         "swin_backbone_3d_attn", "swin_block_2d_hyena", "swin_block_2d_mamba",
+         "swin_backbone_2d_hyena", "swin_backbone_2d_mamba"},
         "context");
 }
