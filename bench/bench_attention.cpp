@@ -8,6 +8,8 @@
 // attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
 // the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
 // context's. GDLA (spec gdla's mixer) also takes the square grid, for its local mixer.
+// Swin's window attention runs on the same grids as UTNet's with windows 7 and 8,
+// partition and reverse included.
 // Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
 #include <cmath>
 #include <cstring>
@@ -33,7 +35,7 @@ const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
     {"pvt_sra", true}, {"pvt_sra_li", true}, {"hyena", true}, {"mamba", true},
-    {"linear", true},  {"gdla", true},
+    {"linear", true},  {"gdla", true},      {"swin_window", true},
 };
 
 // PVTv2 spatial reduction on a square grid: sr_ratio reduces the keys to a 7 x 7 or 8 x 8 grid,
@@ -58,12 +60,18 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
         config.options = {{"sr_ratio", double(pvt_sr_ratio(side))},
                           {"linear", type == "pvt_sra_li" ? 1.0 : 0.0}};
     }
+    if (type == "swin_window") {
+        // Swin's 7 x 7 windows on the 14 x 14 grid, 8 x 8 on 64 x 64 (and 128 x 128).
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        config.options = {{"window", side % 8 == 0 ? 8.0 : 7.0}};
+    }
     return config;
 }
 
 nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
     nn::AttentionContext context;
-    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li" || type == "gdla") {
+    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li" || type == "gdla" ||
+        type == "swin_window") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
         context.grid = {side, side};
     }

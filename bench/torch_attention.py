@@ -42,6 +42,22 @@ class OnGrid(torch.nn.Module):
         return self.module(x, self.side, self.side)
 
 
+class SwinWindowStep(torch.nn.Module):
+    """Swin's unshifted window attention on a square token grid: partition into windows,
+    ref_context.WindowAttention, reverse (lumen's "swin_window" variant)."""
+
+    def __init__(self, side, window):
+        super().__init__()
+        self.side, self.window = side, (window, window)
+        self.attn = ref_context.WindowAttention(DIM, HEADS, self.window)
+
+    def forward(self, x):
+        grid = x.view(x.shape[0], self.side, self.side, DIM)
+        windows = ref_context.window_partition(grid, self.window)
+        dims = (x.shape[0], self.side, self.side)
+        return ref_context.window_reverse(self.attn(windows), self.window, dims).reshape(x.shape)
+
+
 def build(name, tokens):
     """(module, input) for a variant; UTNet's attention takes a square map."""
     if name == "mhsa":
@@ -69,6 +85,9 @@ def build(name, tokens):
         sr_ratio = side // 7 if side % 7 == 0 else side // 8
         module = ref_gdla.SRAttention(DIM, HEADS, sr_ratio, linear_attn=name == "pvt_sra_li")
         return OnGrid(module, side), (1, tokens, DIM)
+    if name == "swin_window":
+        side = round(math.sqrt(tokens))
+        return SwinWindowStep(side, 8 if side % 8 == 0 else 7), (1, tokens, DIM)
     if name == "hyena":
         return ref_context.HyenaOperator(DIM, 66000, 64, HEADS, 5), (1, tokens, DIM)
     if name == "mamba":
@@ -91,7 +110,8 @@ def run(module, x, grad):
 
 
 NAMES = ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet", "pvt_sra",
-         "pvt_sra_li", "hyena", "mamba", "linear", "gdla"]
+         "pvt_sra_li", "hyena", "mamba", "linear", "gdla",
+         "swin_window"]
 only = os.environ.get("TORCH_ATTENTION_ONLY")
 for name in NAMES if not only else only.split(","):
     for tokens in (196, 4096):

@@ -19,6 +19,7 @@
 #include "nn/attention/sima_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
 #include "nn/pvt/sr_attention.h"
+#include "nn/swin/window_attention.h"
 #include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
@@ -53,6 +54,7 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["pvt_sra"] = pvt::make_pvt_sra_attention;
     factories["hyena"] = make_hyena_attention;
     factories["mamba"] = make_mamba_attention;
+    factories["swin_window"] = swin::make_swin_window_attention;
 }
 
 void ensure_builtins() {
