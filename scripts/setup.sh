@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages that lumen needs, and only those that are missing, so a second
-# run does nothing. `--bench` adds what bench/ compares against (PyTorch, NumPy, OpenBLAS).
-# The CUDA toolkit is not a Debian package: install it at /usr/local/cuda to build the backend.
+# Installs the Debian 12 packages that lumen needs (tools, libraries, the Fashion-MNIST data),
+# only those missing, so a second run does nothing. `--bench` adds what bench/ compares against
+# (PyTorch, NumPy, OpenBLAS). CUDA is not a Debian package: install it at /usr/local/cuda.
 # Usage: bash scripts/setup.sh [--bench]
 set -euo pipefail
 
 build_packages=(build-essential cmake ccache pkg-config libeigen3-dev nlohmann-json3-dev catch2
                 libstb-dev zlib1g-dev)
+# The data the main job and the tests train on (/usr/share/datasets/fashion-mnist).
+data_packages=(dataset-fashion-mnist)
 bench_packages=(python3-torch python3-numpy libopenblas0-pthread)
 
-wanted=("${build_packages[@]}")
+wanted=("${build_packages[@]}" "${data_packages[@]}")
 for arg in "$@"; do
     case "$arg" in
         --bench) wanted+=("${bench_packages[@]}") ;;

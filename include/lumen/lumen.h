@@ -11,3 +11,4 @@
 #include "core/tensor.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
+#include "datasets/datasets.h"

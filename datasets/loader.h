@@ -1,0 +1,112 @@
+// DataLoader: batches a Dataset in a seeded order, optionally shuffled, with per-sample
+// transforms and prefetching on worker threads (torch.utils.data.DataLoader). Every random
+// choice derives from (seed, epoch) and (seed, epoch, index), so the batches are identical for
+// any number of workers and any thread timing.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "datasets/dataset.h"
+#include "datasets/transforms.h"
+
+namespace lumen::datasets {
+
+// Tensor k of a batch stacks tensor k of each example along a new first dim:
+// {images (B, C, H, W), labels (B)} from examples {image (C, H, W), label ()}.
+using Batch = std::vector<Tensor>;
+
+struct DataLoaderOptions {
+    int64_t batch_size = 1;
+    bool shuffle = false;         // a fresh permutation each epoch, fixed by (seed, epoch)
+    bool drop_last = false;       // drop a last batch smaller than batch_size
+    uint64_t seed = 0;            // shuffling and transforms
+    int64_t num_workers = 0;      // 0: batches are made on the calling thread, in next()
+    int64_t prefetch_factor = 2;  // batches made ahead per worker (the queue's bound)
+    // Applied on the workers to tensor 0 of each example (the input; labels pass unchanged),
+    // with a Generator seeded from (seed, epoch, dataset index). May be null.
+    TransformPtr transform;
+};
+
+// A uniformly random permutation of [0, n) (Fisher-Yates on the generator's Philox stream);
+// the result depends only on the generator's seed and offset, which it advances.
+std::vector<int64_t> random_permutation(int64_t n, Generator& generator);
+
+// Stacks the examples field by field into a batch (see Batch). Throws [collate] when there are
+// no examples or they disagree in the number of tensors, a shape or a dtype (naming the
+// example and the field), or a tensor is not on the CPU.
+Batch collate(const std::vector<Example>& examples);
+
+class DataLoader {
+  public:
+    // Throws [DataLoader] for a null dataset, batch_size < 1, num_workers < 0 or
+    // prefetch_factor < 1. The dataset (and transform) must allow concurrent calls.
+    explicit DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
+    // Stops the workers of an unfinished epoch and waits for them.
+    ~DataLoader();
+    DataLoader(const DataLoader&) = delete;
+    DataLoader& operator=(const DataLoader&) = delete;
+
+    // Batches per epoch: ceil(size / batch_size), or floor with drop_last.
+    int64_t num_batches() const;
+    const DataLoaderOptions& options() const { return options_; }
+    const Dataset& dataset() const { return *dataset_; }
+
+    // The dataset indices of epoch `epoch` in the order they are batched.
+    std::vector<int64_t> epoch_order(int64_t epoch) const;
+    // The seed of the transform's generator for dataset example `index` in epoch `epoch`.
+    uint64_t sample_seed(int64_t epoch, int64_t index) const;
+
+    // Starts epoch `epoch` at batch `first_batch` (stopping any unfinished epoch): workers
+    // begin making batches. A run resumed from a checkpoint taken after k batches of epoch e
+    // calls start_epoch(e, k) and gets the same remaining batches as the uninterrupted run.
+    // Throws [DataLoader] unless 0 <= first_batch <= num_batches().
+    void start_epoch(int64_t epoch, int64_t first_batch = 0);
+    // The next batch of the current epoch in order, or nullopt after its last. Re-throws
+    // an exception raised while making that batch (by the dataset, the transform or collate),
+    // which also ends the epoch. Throws [DataLoader] before the first start_epoch.
+    std::optional<Batch> next();
+
+    // Range over one epoch: for (Batch& batch : loader.epoch(e)) { ... } calls
+    // start_epoch(e, first_batch) and then next() until the epoch ends.
+    class Iterator {
+      public:
+        using value_type = Batch;
+        using difference_type = std::ptrdiff_t;
+        explicit Iterator(DataLoader* loader) : loader_(loader), current_(loader->next()) {}
+        Batch& operator*() { return *current_; }
+        Iterator& operator++() {
+            current_ = loader_->next();
+            return *this;
+        }
+        bool operator==(std::default_sentinel_t) const { return !current_.has_value(); }
+
+      private:
+        DataLoader* loader_;
+        std::optional<Batch> current_;
+    };
+    struct EpochRange {
+        DataLoader* loader;
+        Iterator begin() { return Iterator(loader); }
+        std::default_sentinel_t end() { return {}; }
+    };
+    EpochRange epoch(int64_t epoch, int64_t first_batch = 0) {
+        start_epoch(epoch, first_batch);
+        return EpochRange{this};
+    }
+
+  private:
+    struct Run;
+    Batch make_batch(const Run& run, int64_t batch) const;
+    void work(Run& run) const;
+    void stop(Run& run);
+
+    std::shared_ptr<const Dataset> dataset_;
+    DataLoaderOptions options_;
+    std::unique_ptr<Run> run_;
+};
+
+}  // namespace lumen::datasets
