@@ -10,7 +10,7 @@ import re
 import sys
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#843c39", "#5254a3"]
+          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#000000", "#637939", "#843c39", "#5254a3"]
 WIDTH, HEIGHT, MARGIN = 420, 300, 60  # one panel; MARGIN around its plot area
 
 
@@ -29,50 +29,68 @@ def number(value):
     return f"{value:g}" if value >= 1e-3 else f"{value:.0e}"
 
 
-def panel(x0, title, xlabel, ylabel, series, xticks):
-    """One log-log chart at horizontal offset x0. series: [(label, color, dashed, [(x, y)])]."""
-    points = [p for _, _, _, pts in series for p in pts]
-    if not points:
+def y_range(series):
+    """Whole decades around every y of the series."""
+    ys = [y for _, _, _, pts in series for _, y in pts]
+    return 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys)))
+
+
+def log_scale(value, low, high, start, end):
+    """Where value falls between start (at low) and end (at high) on a log axis."""
+    fraction = (math.log(value) - math.log(low)) / (math.log(high) - math.log(low))
+    return start + fraction * (end - start)
+
+
+def text(x, y, label, anchor="middle", extra=""):
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{extra}>{label}</text>'
+
+
+def line(x1, y1, x2, y2, color="#ddd", extra=""):
+    return (f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}"'
+            f'{extra}/>')
+
+
+def panel(x0, title, xlabel, ylabel, series, xticks, yrange=None):
+    """One log-log chart at horizontal offset x0. series: [(label, color, dashed, [(x, y)])];
+    yrange: (low, high), default the series' decades."""
+    if not any(pts for _, _, _, pts in series):
         return ""
-    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    xs = [x for _, _, _, pts in series for x, _ in pts] + [x for x, _ in xticks]
     xlo, xhi = min(xs) / 1.3, max(xs) * 1.3
-    ylo, yhi = 10 ** math.floor(math.log10(min(ys))), 10 ** math.ceil(math.log10(max(ys)))
+    ylo, yhi = yrange or y_range(series)
     left, right, top, bottom = x0 + MARGIN, x0 + WIDTH - 10, 30, HEIGHT - 45
 
     def sx(x):
-        return left + (math.log(x) - math.log(xlo)) / (math.log(xhi) - math.log(xlo)) * (right - left)
+        return log_scale(x, xlo, xhi, left, right)
 
     def sy(y):
-        return bottom - (math.log(y) - math.log(ylo)) / (math.log(yhi) - math.log(ylo)) * (bottom - top)
+        return log_scale(y, ylo, yhi, bottom, top)
 
-    out = [f'<text x="{(left + right) / 2}" y="18" text-anchor="middle" font-weight="bold">'
-           f'{title}</text>',
+    out = [text((left + right) / 2, 18, title, extra=' font-weight="bold"'),
            f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" '
            f'fill="none" stroke="#444"/>']
     for value, labeled in log_ticks(ylo, yhi):
-        y = sy(value)
-        out.append(f'<line x1="{left}" x2="{right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(line(left, sy(value), right, sy(value)))
         if labeled:
-            out.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{number(value)}</text>')
+            out.append(text(left - 4, sy(value) + 4, number(value), "end"))
     for value, label in xticks:
-        x = sx(value)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="#ddd"/>')
-        out.append(f'<text x="{x:.1f}" y="{bottom + 14}" text-anchor="middle">{label}</text>')
-    out.append(f'<text x="{(left + right) / 2}" y="{bottom + 32}" text-anchor="middle">{xlabel}</text>')
+        out += [line(sx(value), top, sx(value), bottom), text(sx(value), bottom + 14, label)]
+    out.append(text((left + right) / 2, bottom + 32, xlabel))
     out.append(f'<text transform="translate({x0 + 14},{(top + bottom) / 2}) rotate(-90)" '
                f'text-anchor="middle">{ylabel}</text>')
     for _, color, dashed, pts in series:
-        if not pts:
-            continue
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         dash = ' stroke-dasharray="5,3"' if dashed else ""
-        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.8"{dash}/>')
-        out += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>' for x, y in pts]
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
+                   f'stroke-width="1.8"{dash}/>')
+        out += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>'
+                for x, y in pts]
     return "\n".join(out)
 
 
 def figure(path, panels, legend, notes):
-    """panels: [(title, xlabel, ylabel, series, xticks)]; legend: [(label, color, dashed)]."""
+    """panels: [(title, xlabel, ylabel, series, xticks[, yrange])]; legend: [(label, color,
+    dashed)]; notes: lines of text under the legend."""
     rows = (len(legend) + 3) // 4
     height = HEIGHT + 18 * rows + 16 * len(notes) + 10
     width = WIDTH * len(panels)
@@ -80,10 +98,10 @@ def figure(path, panels, legend, notes):
     for i, (label, color, dashed) in enumerate(legend):
         x, y = 20 + (i % 4) * (width - 40) / 4, HEIGHT + 18 * (i // 4) + 4
         dash = ' stroke-dasharray="5,3"' if dashed else ""
-        body.append(f'<line x1="{x}" x2="{x + 24}" y1="{y}" y2="{y}" stroke="{color}" '
-                    f'stroke-width="2"{dash}/><text x="{x + 30}" y="{y + 4}">{label}</text>')
+        body += [line(x, y, x + 24, y, color, ' stroke-width="2"' + dash),
+                 text(x + 30, y + 4, label, "start")]
     for i, note in enumerate(notes):
-        body.append(f'<text x="20" y="{HEIGHT + 18 * rows + 16 * i + 12}" fill="#555">{note}</text>')
+        body.append(text(20, HEIGHT + 18 * rows + 16 * i + 12, note, "start", ' fill="#555"'))
     svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="11">\n<rect width="100%" height="100%" '
            f'fill="white"/>\n' + "\n".join(body) + "\n</svg>\n")
@@ -106,13 +124,16 @@ def points(rows, side, x_of=lambda x: x):
     return sorted((x_of(x), r[side]) for x, r in rows.items() if r[side])
 
 
-def skipped(groups, side_names=("lumen", "pytorch")):
+def skipped(groups):
+    """'<group> <x>: [<side>] skipped (<why>)' for each point a side did not run."""
     notes = []
     for group, rows in groups.items():
         for x, r in sorted(rows.items()):
-            for side in side_names:
-                if r.get(side + "_skipped"):
-                    notes.append(f"{group} {x}: {side} skipped ({r[side + '_skipped']})")
+            why = {side: r.get(side + "_skipped") for side in ("lumen", "pytorch")}
+            if why["lumen"] and why["lumen"] == why["pytorch"]:
+                notes.append(f"{group} {x}: skipped ({why['lumen']})")
+                continue
+            notes += [f"{group} {x}: {side} skipped ({why[side]})" for side in why if why[side]]
     return notes[:8]
 
 
@@ -124,28 +145,30 @@ def attention_plots(results, out):
             continue
         colors = dict(zip(groups, COLORS * 2))
         xs = sorted({x for rows in groups.values() for x in rows})
+        sides = {side: [(g, colors[g], False, points(rows, side)) for g, rows in groups.items()]
+                 for side in ("lumen", "pytorch")}
+        shared = y_range(sides["lumen"] + sides["pytorch"])  # one scale: compare the panels
         panels = [(f"{who}: attention {kind} vs N", "tokens N (C = 256, 8 heads, batch 1)",
-                   ylabel, [(g, colors[g], False, points(rows, side)) for g, rows in groups.items()],
-                   [(x, str(x)) for x in xs])
+                   ylabel, sides[side], [(x, str(x)) for x in xs], shared)
                   for who, side in (("lumen", "lumen"), ("PyTorch", "pytorch"))]
         legend = [(g, colors[g], False) for g in groups]
-        figure(os.path.join(out, f"bench_attention_{kind}.svg"), panels, legend,
-               skipped(groups, ("lumen",)))
+        figure(os.path.join(out, f"bench_attention_{kind}.svg"), panels, legend, skipped(groups))
 
 
-def study_plot(results, out, prefix, name, xlabel, to_x, xticks, title):
+def study_plot(results, out, prefix, name, xlabel, to_x, xticks, titles):
+    """Time and memory panels of one scaling study; titles: (time title, its y label)."""
     time = collect(results, prefix + r"(?P<group>[a-z]+)_[rp](?P<x>\d+)")
     memory = collect(results, prefix + r"(?P<group>[a-z]+)_[rp](?P<x>\d+)_mem")
     if not time:
         return
     colors = dict(zip(time, COLORS))
     panels = []
-    for groups, ylabel in ((time, "ms per step"), (memory, "MB peak (RSS growth)")):
+    for groups, (title, ylabel) in ((time, titles), (memory, ("peak memory", "MB (RSS growth)"))):
         series = []
         for g, rows in groups.items():
             series.append((g, colors[g], False, points(rows, "lumen", to_x)))
             series.append((g, colors[g], True, points(rows, "pytorch", to_x)))
-        panels.append((f"{title}: {ylabel.split(' ')[0]}", xlabel, ylabel, series, xticks))
+        panels.append((title, xlabel, ylabel, series, xticks))
     legend = [(f"{g} lumen", colors[g], False) for g in time] + \
              [(f"{g} PyTorch", colors[g], True) for g in time]
     figure(os.path.join(out, name), panels, legend, skipped(time))
@@ -156,12 +179,17 @@ def main():
     results = json.load(open(results_path))["results"]
     os.makedirs(out, exist_ok=True)
     attention_plots(results, out)
+    # The studies' settings (bench_scaling.cpp): resolutions at patch 16; patches on 512².
     resolutions = [224, 512, 1024, 2048]
-    study_plot(results, out, "sfree_", "bench_sfree_scaling.svg", "input resolution (patch 16)",
-               lambda r: r, [(r, f"{r}²") for r in resolutions], "softmax-free ViT")
+    study_plot(results, out, "sfree_", "bench_sfree_scaling.svg",
+               "input resolution (patch 16, batch 1)", lambda r: r,
+               [(r, f"{r}²") for r in resolutions],
+               ("softmax-free ViT: training step", "ms per step"))
     patches = [32, 16, 8, 4]
-    study_plot(results, out, "ctx_", "bench_context_scaling.svg", "patch size (512² image)",
-               lambda p: 512 // p, [(512 // p, f"p{p}") for p in patches], "context ViT")
+    study_plot(results, out, "ctx_", "bench_context_scaling.svg",
+               "patch size (512² image, batch 1): tokens", lambda p: (512 // p) ** 2,
+               [((512 // p) ** 2, f"p{p}: {(512 // p) ** 2}") for p in patches],
+               ("context ViT: forward + backward", "ms"))
 
 
 if __name__ == "__main__":

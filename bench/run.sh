@@ -122,4 +122,6 @@ stem="$out/${MACHINE:-$(hostname)}-$(date +%Y-%m-%d)"
 touch "$work/torch.jsonl"
 "$python" "$root/bench/summarize.py" "$work/lumen.jsonl" "$work/torch.jsonl" "$stem" \
     "$threads" "$((SECONDS - start))"
-if [[ $quick == 0 && -z $names ]]; then "$python" "$root/bench/plot.py" "$stem.json" "$root/docs"; fi
+if [[ $quick == 0 && -z $names ]]; then
+    "$python" "$root/bench/plot.py" "$stem.json" "$root/docs"
+fi
