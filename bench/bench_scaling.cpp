@@ -1,11 +1,8 @@
-// bench_scaling: the two papers' scaling studies in lumen, the workloads of
-// bench/torch_scaling.py. (a) softmax-free paper, Fig. 2 (spec sfree_utnet 6.1): one training
-// step (forward, cross-entropy, backward, AdamW) of the seed-001 ViT at batch 1, patch 16,
-// resolution 224..2048 with softmax, sequence-normalized or SimA attention (sfree_<attn>_r<R>).
-// (b) context-length paper, Tables 2-3 (spec context 3.1, App. B.1): forward + backward of the
-// ViT-Small backbone at patch 32..4 with attention, Hyena or MambaVision (ctx_<mixer>_p<p>).
-// Depth and image size are reduced to fit the 2-core budget (kSfree, kContext; docs/benchmarks.md).
-// Usage: bench_scaling [--threads N] [--repeats R] [--only sfree_softmax_r224,...] [--list]
+// bench_scaling: the papers' scaling studies (bench/torch_scaling.py in PyTorch): (a) softmax-free
+// Fig. 2, one training step of the seed-001 ViT vs resolution 224..2048 (sfree_<attn>_r<R>);
+// (b) context-length Table 2, forward + backward of the ViT-Small backbone vs patch 32..4
+// with attention, Hyena or MambaVision (ctx_<mixer>_p<p>). Depth and image size are reduced
+// (kSfree, kContext; docs/benchmarks.md). Usage: bench_scaling [--only ctx_attn_p32,...] [--list]
 #include <cstdio>
 #include <functional>
 #include <string>

@@ -1,9 +1,8 @@
-"""Pairs the JSON lines of lumen (bench_*) and PyTorch (torch_*.py) that bench/run.sh collected
-and writes <stem>.json ({machine, date, threads, pytorch_version, results: [{name, unit, lumen,
-pytorch, speedup, ...}]}) and <stem>.md (the table, also printed). speedup = PyTorch time / lumen
-time (> 1: lumen faster); for memory ("MB peak") PyTorch MB / lumen MB (> 1: lumen smaller).
-Also records the run's wall time and the machine's load average (timings on a busy machine are
-noisy). Usage: summarize.py lumen.jsonl torch.jsonl STEM THREADS WALL_SECONDS"""
+"""Pairs the JSON lines of lumen and PyTorch that bench/run.sh collected into <stem>.json
+({machine, date, threads, pytorch_version, results: [{name, unit, lumen, pytorch, speedup}]},
+plus wall time and load average) and <stem>.md. speedup = PyTorch time / lumen time; for memory
+("MB peak") PyTorch MB / lumen MB: > 1 is better for lumen.
+Usage: summarize.py lumen.jsonl torch.jsonl STEM THREADS WALL_SECONDS"""
 import datetime
 import json
 import math

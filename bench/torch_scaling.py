@@ -1,12 +1,8 @@
-"""bench/bench_scaling.cpp's workloads in PyTorch with the reference modules of shared/oracle
-(LUMEN_ORACLE): (a) one training step (forward, cross-entropy, backward, AdamW) of
-ref_sfree_utnet.ViT at batch 1, patch 16, resolution 224..2048 with softmax, seqnorm or SimA
-attention (sfree_<attn>_r<R>); (b) forward + backward of ref_context.ViT (ViT-Small widths) at
-patch 32..4 with attention, Hyena or MambaVision (ctx_<mixer>_p<p>). Same reduced depth and image
-size as the C++ side. ref_context's Mamba scan is a Python loop over the tokens: it runs up to
-4096 tokens only (16384 took over 15 minutes in a trial) and is skipped beyond, with that reason.
-Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only ctx_attn_p32,...] [--list]
-"""
+"""bench/bench_scaling.cpp's workloads in PyTorch (shared/oracle references, LUMEN_ORACLE):
+ref_sfree_utnet.ViT training step vs resolution (sfree_<attn>_r<R>), ref_context.ViT forward +
+backward vs patch size (ctx_<mixer>_p<p>), at the same reduced depth and image size. The Python
+loop of ref_context's Mamba scan runs up to 4096 tokens only (16384: over 15 min in a trial).
+Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only names] [--list]"""
 import os
 import sys
 
