@@ -1,16 +1,20 @@
-// bench_attention: issue 5's goals for the attention zoo, the workloads of
+// bench_attention: the attention zoo (issues 5, 6 and 8), the workloads of
 // bench/torch_attention.py in lumen: forward + backward of every variant at C = 256 with 8
-// heads (head width 32), batch 1, N = 196 and 4096 tokens, built through the attention
-// registry exactly as models build them; then the peak memory of one forward + backward
-// (the CPU allocator's high-water mark, lumen only) at N = 4096 and 16384 for the variants
-// that must stay linear in N (16384 / 4096 <= 8x). UTNet's attention runs on square token
+// heads (head width 32), batch 1, N = 196, 1024, 4096 and 16384 tokens (attn_<variant>_n<N>,
+// ms), built through the attention registry exactly as models build them, and the peak memory
+// of its first forward + backward (attn_<variant>_n<N>_mem: process RSS growth, CPU allocator
+// peak beside it). Run one workload per process (--only) for the memory figures: run.sh does.
+// Quadratic variants are skipped where their N x N maps would not fit the memory budget.
+// UTNet's attention runs on square token
 // grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), as does PVTv2's spatial-reduction
 // attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
 // the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
-// context's.
-// Usage: bench_attention [--threads N] [--repeats R] [--only name1,name2]
+// context's. GDLA (spec gdla's mixer) also takes the square grid, for its local mixer.
+// Swin's window attention runs on the same grids as UTNet's with windows 7 and 8,
+// partition and reverse included.
+// Usage: bench_attention [--threads N] [--repeats R] [--only attn_mhsa_n196,...] [--list]
 #include <cmath>
-#include <cstring>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -32,8 +36,8 @@ struct Variant {
 const std::vector<Variant> kVariants = {
     {"mhsa", false},   {"diff", false},      {"dgsa", false}, {"vitpt_softmax", false},
     {"seqnorm", true}, {"vitpt_sima", true}, {"sima", true},  {"utnet", true},
-    {"pvt_sra", true}, {"pvt_sra_li", true},
-    {"hyena", true},   {"mamba", true},
+    {"pvt_sra", true}, {"pvt_sra_li", true}, {"hyena", true}, {"mamba", true},
+    {"linear", true},  {"gdla", true},      {"swin_window", true},
 };
 
 // PVTv2 spatial reduction on a square grid: sr_ratio reduces the keys to a 7 x 7 or 8 x 8 grid,
@@ -58,12 +62,18 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
         config.options = {{"sr_ratio", double(pvt_sr_ratio(side))},
                           {"linear", type == "pvt_sra_li" ? 1.0 : 0.0}};
     }
+    if (type == "swin_window") {
+        // Swin's 7 x 7 windows on the 14 x 14 grid, 8 x 8 on 64 x 64 (and 128 x 128).
+        int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
+        config.options = {{"window", side % 8 == 0 ? 8.0 : 7.0}};
+    }
     return config;
 }
 
 nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
     nn::AttentionContext context;
-    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li") {
+    if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li" || type == "gdla" ||
+        type == "swin_window") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
         context.grid = {side, side};
     }
@@ -91,19 +101,33 @@ Workload make_workload(const std::string& type, int64_t tokens) {
     return w;
 }
 
-bool selected(const std::string& name, const std::vector<std::string>& only) {
-    if (only.empty()) return true;
-    for (const std::string& o : only)
-        if (o == name) return true;
-    return false;
+const std::vector<int64_t> kTokens = {196, 1024, 4096, 16384};
+
+// A lower bound of a quadratic variant's memory: the scores, the probabilities (kept for
+// backward) and their gradient, N x N float32 per head (torch_attention.py uses the same).
+double attention_maps_gb(int64_t tokens) {
+    return 3.0 * 4 * double(tokens * tokens) * kHeads / 1e9;
 }
 
-double peak_mb(const Workload& w) {
-    w.run();  // warm: the cache then holds what a step needs
-    cpu_reset_peak_memory_stats();
-    size_t before = cpu_memory_stats().allocated;
-    w.run();
-    return double(cpu_memory_stats().peak_allocated - before) / (1 << 20);
+std::string workload_name(const Variant& variant, int64_t tokens) {
+    return "attn_" + variant.name + "_n" + std::to_string(tokens);
+}
+
+void run_workload(const Variant& variant, int64_t tokens, const Options& options) {
+    std::string name = workload_name(variant, tokens);
+    double need_gb = variant.linear ? 0 : attention_maps_gb(tokens);
+    if (need_gb > memory_limit_gb()) {
+        char why[96];
+        std::snprintf(why, sizeof why, "would need >= %.0f GB (3 N x N maps per head)", need_gb);
+        report_skip(name, "ms", why);
+        report_skip(name + "_mem", "MB peak", why);
+        return;
+    }
+    Workload w = make_workload(variant.name, tokens);
+    FirstRun first = first_run([&] { w.run(); });
+    double s = timed_median([&] { w.run(); }, first.seconds, options.repeats);
+    report(name, "ms", s * 1e3, s);
+    report_memory(name, first);
 }
 
 }  // namespace
@@ -111,37 +135,14 @@ double peak_mb(const Workload& w) {
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
     if (options.threads > 0) set_num_threads(options.threads);
-    std::vector<std::string> only;
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--only") != 0) continue;
-        std::string list = argv[i + 1];
-        for (size_t start = 0; start <= list.size();) {
-            size_t comma = list.find(',', start);
-            if (comma == std::string::npos) comma = list.size();
-            only.push_back(list.substr(start, comma - start));
-            start = comma + 1;
+    for (const Variant& variant : kVariants)
+        for (int64_t tokens : kTokens) {
+            std::string name = workload_name(variant, tokens);
+            if (!selected(options, name)) continue;
+            if (options.list)
+                std::printf("%s\n", name.c_str());
+            else
+                run_workload(variant, tokens, options);
         }
-    }
-    for (const Variant& variant : kVariants) {
-        if (!selected(variant.name, only)) continue;
-        for (int64_t tokens : {196, 4096}) {
-            Workload w = make_workload(variant.name, tokens);
-            double s =
-                median_seconds([&] { w.run(); }, 1,
-                               tokens > 1000 ? std::min(options.repeats, 5) : options.repeats);
-            report("attn " + variant.name + " N=" + std::to_string(tokens) + " fwd+bwd", "it/s",
-                   1.0 / s, s);
-        }
-    }
-    for (const Variant& variant : kVariants) {
-        if (!variant.linear || !selected(variant.name, only)) continue;
-        double small = peak_mb(make_workload(variant.name, 4096));
-        double large = peak_mb(make_workload(variant.name, 16384));
-        std::printf(
-            "{\"name\": \"attn %s peak memory N=16384 / N=4096\", \"unit\": \"x (<= 8)\", "
-            "\"value\": %.3f, \"ms\": 0, \"mb_4096\": %.1f, \"mb_16384\": %.1f}\n",
-            variant.name.c_str(), large / small, small, large);
-        std::fflush(stdout);
-    }
     return 0;
 }

@@ -1,8 +1,9 @@
 // bench_core: throughput of lumen's core CPU ops on the workloads bench/torch_core.py runs in
-// PyTorch: SGEMM at n = 256..2048, out-of-place float32 add of 16M elements, softmax over
-// (4096, 1024). Checks results against naive loops first, then warms up and reports the median
-// of several repeats as one JSON object per line (bench/run.sh compares the two).
-// Usage: bench_core [--threads N] [--repeats R]
+// PyTorch: SGEMM at n = 256..2048 (sgemm_<n>), out-of-place float32 add of 16M elements
+// (add_16m), softmax forward over (4096, 1024) (softmax_fwd_4096x1024). Checks results against
+// naive loops first, then warms up and reports the median of several repeats as one JSON
+// object per line (bench/run.sh compares the two).
+// Usage: bench_core [--threads N] [--repeats R] [--only sgemm_1024,...]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -62,14 +63,16 @@ std::string check_correctness() {
     return "";
 }
 
-void bench_sgemm(int repeats) {
+void bench_sgemm(const Options& options) {
+    int repeats = options.repeats;
     for (int64_t n : {256, 512, 1024, 2048}) {
+        if (!selected(options, "sgemm_" + std::to_string(n))) continue;
         Generator generator(3);
         Tensor a = rand({n, n}, DType::float32, &generator);
         Tensor b = rand({n, n}, DType::float32, &generator);
         double seconds = median_seconds([&] { matmul(a, b); }, n >= 2048 ? 1 : 3,
                                         n >= 2048 ? std::max(3, repeats / 2) : repeats);
-        report("sgemm n=" + std::to_string(n), "GFLOP/s", 2.0 * double(n * n * n) / seconds / 1e9,
+        report("sgemm_" + std::to_string(n), "GFLOP/s", 2.0 * double(n * n * n) / seconds / 1e9,
                seconds);
     }
 }
@@ -79,15 +82,14 @@ void bench_add(int repeats) {
     Tensor a = rand({n}, DType::float32), b = rand({n}, DType::float32);
     double seconds = median_seconds([&] { add(a, b); }, 3, repeats);
     // Two reads and one write of n float32 values.
-    report("add 16M float32", "GB/s", 3.0 * 4.0 * double(n) / seconds / 1e9, seconds);
+    report("add_16m", "GB/s", 3.0 * 4.0 * double(n) / seconds / 1e9, seconds);
 }
 
 void bench_softmax(int repeats) {
     Tensor x = randn({4096, 1024}, DType::float32);
     double seconds = median_seconds([&] { softmax(x, -1); }, 3, repeats);
     // One read and one write of every element (the minimum traffic).
-    report("softmax (4096, 1024) float32", "GB/s", 2.0 * 4.0 * double(x.numel()) / seconds / 1e9,
-           seconds);
+    report("softmax_fwd_4096x1024", "GB/s", 2.0 * 4.0 * double(x.numel()) / seconds / 1e9, seconds);
 }
 
 }  // namespace
@@ -104,8 +106,8 @@ int main(int argc, char** argv) {
     }
     std::printf("# lumen bench_core, %d threads, median of %d repeats\n", get_num_threads(),
                 repeats);
-    bench_sgemm(repeats);
-    bench_add(repeats);
-    bench_softmax(repeats);
+    bench_sgemm(options);
+    if (selected(options, "add_16m")) bench_add(repeats);
+    if (selected(options, "softmax_fwd_4096x1024")) bench_softmax(repeats);
     return 0;
 }

@@ -2,8 +2,9 @@
 // workload is forward + backward through autograd with a fixed upstream gradient, as in
 // training: dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256);
 // the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k tokens (the
-// figures per token show how time grows with L). One JSON object per line (bench/run.sh).
-// Usage: bench_ops [--threads N] [--repeats R]
+// figures per token show how time grows with L). One JSON object per line (bench/run.sh);
+// entries conv3x3_b8_c64_56, dwconv3x3_b8_c256_56, <op>_64x1024x256, selective_scan_l<L>,
+// fftconv_l<L>. Usage: bench_ops [--threads N] [--repeats R] [--only names]
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,24 +19,26 @@ namespace {
 
 Tensor leaf(Tensor t) { return t.requires_grad_(); }
 
-void bench_conv(int repeats) {
+void bench_conv(const Options& options) {
+    int repeats = options.repeats;
     Generator generator(0);
     Tensor x = leaf(randn({8, 64, 56, 56}, DType::float32, &generator));
     Tensor w = leaf(randn({64, 64, 3, 3}, DType::float32, &generator));
-    double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}), 2,
-                              repeats);
-    report("conv2d 3x3 N=8 64->64 56x56 fwd+bwd", "GFLOP/s",
-           3.0 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s);
+    if (selected(options, "conv3x3_b8_c64_56")) {
+        double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}),
+                                  2, repeats);
+        report("conv3x3_b8_c64_56", "GFLOP/s", 3.0 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s);
+    }
+    if (!selected(options, "dwconv3x3_b8_c256_56")) return;
     Tensor xd = leaf(randn({8, 256, 56, 56}, DType::float32, &generator));
     Tensor wd = leaf(randn({256, 1, 3, 3}, DType::float32, &generator));
-    s = median_seconds(
+    double s = median_seconds(
         fwd_bwd([=] { return conv2d(xd, wd, Tensor(), {1}, {1}, {1}, 256); }, {xd, wd}), 2,
         repeats);
-    report("depthwise conv2d 3x3 N=8 C=256 56x56 fwd+bwd", "GFLOP/s",
-           3.0 * 2 * 8 * 256 * 9 * 56 * 56 / s / 1e9, s);
+    report("dwconv3x3_b8_c256_56", "GFLOP/s", 3.0 * 2 * 8 * 256 * 9 * 56 * 56 / s / 1e9, s);
 }
 
-void bench_rowwise(int repeats) {
+void bench_rowwise(const Options& options) {
     Generator generator(0);
     Tensor x = leaf(randn({64, 1024, 256}, DType::float32, &generator));
     Tensor w = leaf(randn({256}, DType::float32, &generator));
@@ -53,16 +56,20 @@ void bench_rowwise(int repeats) {
         {"gelu", [=] { return gelu(x); }, {x}},
     };
     for (const Case& c : cases) {
-        double s = median_seconds(fwd_bwd(c.forward, c.inputs), 2, repeats);
-        report(std::string(c.name) + " (64, 1024, 256) fwd+bwd", "GB/s", traffic / s / 1e9, s);
+        std::string name = std::string(c.name) + "_64x1024x256";
+        if (!selected(options, name)) continue;
+        double s = median_seconds(fwd_bwd(c.forward, c.inputs), 2, options.repeats);
+        report(name, "GB/s", traffic / s / 1e9, s);
     }
 }
 
-void bench_long(int repeats) {
+void bench_long(const Options& options) {
+    int repeats = options.repeats;
     Generator generator(0);
     const int64_t channels = 64, state = 16;
     const std::vector<int64_t> lengths = {1024, 2048, 4096, 8192, 16384};
     for (int64_t length : lengths) {
+        if (!selected(options, "selective_scan_l" + std::to_string(length))) continue;
         Tensor u = leaf(randn({1, channels, length}, DType::float32, &generator));
         Tensor delta = leaf(randn({1, channels, length}, DType::float32, &generator));
         Tensor A = leaf(neg(rand({channels, state}, DType::float32, &generator)));
@@ -74,16 +81,15 @@ void bench_long(int repeats) {
                 [=] { return selective_scan(u, delta, A, Bm, Cm, D, Tensor(), Tensor(), true); },
                 {u, delta, A, Bm, Cm, D}),
             1, repeats);
-        report("selective_scan B=1 D=64 N=16 L=" + std::to_string(length) + " fwd+bwd", "ktok/s",
-               double(length) / s / 1e3, s);
+        report("selective_scan_l" + std::to_string(length), "ktok/s", double(length) / s / 1e3, s);
     }
     for (int64_t length : lengths) {
+        if (!selected(options, "fftconv_l" + std::to_string(length))) continue;
         Tensor u = leaf(randn({2, channels, length}, DType::float32, &generator));
         Tensor k = leaf(randn({channels, length}, DType::float32, &generator));
         Tensor D = leaf(randn({channels}, DType::float32, &generator));
         double s = median_seconds(fwd_bwd([=] { return fftconv(u, k, D); }, {u, k, D}), 1, repeats);
-        report("fftconv B=2 H=64 L=" + std::to_string(length) + " fwd+bwd", "Mtok/s",
-               2.0 * double(length) / s / 1e6, s);
+        report("fftconv_l" + std::to_string(length), "Mtok/s", 2.0 * double(length) / s / 1e6, s);
     }
 }
 
@@ -94,8 +100,8 @@ int main(int argc, char** argv) {
     if (options.threads > 0) set_num_threads(options.threads);
     std::printf("# lumen bench_ops, %d threads, median of %d repeats\n", get_num_threads(),
                 options.repeats);
-    bench_conv(options.repeats);
-    bench_rowwise(options.repeats);
-    bench_long(options.repeats);
+    bench_conv(options);
+    bench_rowwise(options);
+    bench_long(options);
     return 0;
 }

@@ -2,6 +2,7 @@
 // input: ViT and DGViT, D 256, 8 layers, 8 heads, patch 4 on 28x28x1 (50 tokens), batch 128,
 // dropout 0.05, cross-entropy, AdamW. bench/torch_train.py times the same models in PyTorch
 // (shared/oracle/ref_diff.py). One step = zero_grad, forward, loss, backward, optimizer step.
+// Usage: bench_train [--threads N] [--repeats R] [--only vit_train_step,...] [--list]
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,16 +47,18 @@ void time_model(const std::string& name, models::ViTConfig config, int64_t batch
 
 int main(int argc, char** argv) {
     bench::Options options = bench::parse_options(argc, argv);
+    if (options.list) {
+        std::printf("vit_train_step\ndgvit_train_step\n");
+        return 0;
+    }
     if (options.threads > 0) set_num_threads(options.threads);
     const int64_t batch = env_int("BATCH", 128);
     const int repeats = std::min(options.repeats, 5);
     std::printf("# lumen train step, %d threads, median of %d repeats\n", get_num_threads(),
                 repeats);
-    // MODELS=vit or MODELS=dgvit times one of the two (for profiling).
-    const char* only = std::getenv("MODELS");
-    if (!only || std::string(only).find("dgvit") != 0)
+    if (bench::selected(options, "vit_train_step"))
         time_model("vit_train_step", models::vit_config(10, {28, 28}, 1, 0.05), batch, repeats);
-    if (!only || std::string(only).find("dgvit") != std::string::npos)
+    if (bench::selected(options, "dgvit_train_step"))
         time_model("dgvit_train_step", models::dgvit_config(10, {28, 28}, 1, 4.0, 0.05, 2), batch,
                    repeats);
     return 0;

@@ -1,7 +1,8 @@
 // Timing and reporting shared by the bench_* executables: every figure is the median of
 // several timed repeats after untimed warm-ups, printed as one JSON object per line in the
-// format bench/run.sh pairs with the PyTorch scripts (bench/torch_util.py prints the same).
-// Also the pieces every bench_cuda_* repeats: GPU timing, the no-GPU exit, the CPU check.
+// format bench/run.sh pairs with the PyTorch scripts (bench/torch_util.py prints the same);
+// workload selection (--only, --list) and peak memory (process RSS, CPU allocator). Also the
+// pieces every bench_cuda_* repeats: GPU timing, the no-GPU exit, the CPU check.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,17 +50,120 @@ inline void report(const std::string& name, const char* unit, double value, doub
 struct Options {
     int threads = 0;  // 0: keep the default
     int repeats = 7;
+    std::vector<std::string> only;  // --only a,b: run only the workloads these name
+    bool list = false;              // --list: print the workload names and exit
 };
 
-// Reads --threads N and --repeats R.
+// Reads --threads N, --repeats R, --only name1,name2 and --list; ignores anything else.
 inline Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; ++i) {
+        bool has_value = i + 1 < argc;
+        if (std::strcmp(argv[i], "--list") == 0) options.list = true;
+        if (!has_value) continue;
         if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
         if (std::strcmp(argv[i], "--repeats") == 0)
             options.repeats = std::max(1, std::atoi(argv[i + 1]));
+        if (std::strcmp(argv[i], "--only") != 0) continue;
+        std::string names = argv[i + 1];
+        for (size_t start = 0; start < names.size();) {
+            size_t comma = std::min(names.find(',', start), names.size());
+            options.only.push_back(names.substr(start, comma - start));
+            start = comma + 1;
+        }
     }
     return options;
+}
+
+// Whether --only selects the workload `name`: every workload without --only; with it, those
+// named or whose name continues with "_" ("--only sgemm" runs sgemm_256 ... sgemm_2048).
+inline bool selected(const Options& options, const std::string& name) {
+    if (options.only.empty()) return true;
+    for (const std::string& o : options.only)
+        if (name == o || name.rfind(o + "_", 0) == 0) return true;
+    return false;
+}
+
+// ---- the timing policy shared with bench/torch_util.py (both sides must agree) ----
+
+// One untimed run (two more when it took under 0.1 s), then `repeats` timed runs, fewer for a
+// slow workload (3 above 1 s, 1 above 4 s) so that the default run keeps its time budget.
+// Returns the median (the upper middle for an even count, as torch_util.py).
+inline double timed_median(const std::function<void()>& body, double first_seconds, int repeats) {
+    if (first_seconds < 0.1) {
+        body();
+        body();
+    }
+    if (first_seconds > 4)
+        repeats = 1;
+    else if (first_seconds > 1)
+        repeats = std::min(repeats, 3);
+    std::vector<double> times;
+    for (int i = 0; i < repeats; ++i) times.push_back(seconds_of(body));
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+// ---- peak memory ----
+
+// A field of /proc/self/status in MiB ("VmRSS": resident now, "VmHWM": the peak); 0 off Linux.
+inline double proc_status_mb(const std::string& field) {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    double kib = 0;
+    while (status >> key) {
+        if (key == field + ":") {
+            status >> kib;
+            return kib / 1024;
+        }
+        std::getline(status, key);
+    }
+    return 0;
+}
+
+// Sets the process's peak RSS to the current RSS (Linux >= 4.0: "5" to /proc/self/clear_refs).
+inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// The first run of a workload in a fresh process: its time, the growth of the process's peak
+// RSS over the RSS before it (the same measure as torch_util.first_run), and the CPU
+// allocator's peak of live tensor bytes over those allocated before it.
+struct FirstRun {
+    double seconds, rss_mb, allocator_mb;
+};
+
+inline FirstRun first_run(const std::function<void()>& body) {
+    reset_peak_rss();
+    double rss_before = proc_status_mb("VmRSS");
+    cpu_reset_peak_memory_stats();
+    size_t allocated_before = cpu_memory_stats().allocated;
+    double seconds = seconds_of(body);
+    double allocator = double(cpu_memory_stats().peak_allocated - allocated_before) / (1 << 20);
+    return {seconds, proc_status_mb("VmHWM") - rss_before, allocator};
+}
+
+// The memory entry of a workload: "<name>_mem", RSS growth as the value, allocator beside it.
+inline void report_memory(const std::string& name, const FirstRun& first) {
+    std::printf(
+        "{\"name\": \"%s_mem\", \"unit\": \"MB peak\", \"value\": %.1f, \"ms\": 0, "
+        "\"allocator_mb\": %.1f}\n",
+        name.c_str(), first.rss_mb, first.allocator_mb);
+    std::fflush(stdout);
+}
+
+// A workload not run, with the reason (e.g. "would need >= 26 GB").
+inline void report_skip(const std::string& name, const char* unit, const std::string& why) {
+    std::printf(
+        "{\"name\": \"%s\", \"unit\": \"%s\", \"value\": null, \"ms\": null, "
+        "\"skipped\": \"%s\"}\n",
+        name.c_str(), unit, why.c_str());
+    std::fflush(stdout);
+}
+
+// The memory budget of one workload in GB (BENCH_MEMORY_LIMIT_GB, default 8): a workload whose
+// estimated need is larger is skipped on both sides instead of running out of memory.
+inline double memory_limit_gb() {
+    const char* value = std::getenv("BENCH_MEMORY_LIMIT_GB");
+    return value ? std::atof(value) : 8.0;
 }
 
 // ---- autograd and GPU workloads ----

@@ -1,17 +1,20 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
 attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py, ref_gdla.py and
-ref_context.py (float32) at C = 256, 8 heads of width 32, batch 1, N = 196 and 4096 tokens. The
-reference code lives outside the repository: LUMEN_ORACLE (default ../shared/oracle beside the
-checkout) points to it. ref_context's MambaVisionMixer scans with a Python loop over the tokens
-(the official selective-scan kernel is CUDA-only), so its timings are the reference's, not a
-tuned CPU Mamba's.
-Usage: python3 bench/torch_attention.py [--threads N] [--repeats R]
-(TORCH_ATTENTION_ONLY=name1,name2 runs only those variants)"""
+ref_context.py (float32) at C = 256, 8 heads of width 32, batch 1, N = 196, 1024, 4096 and 16384
+tokens (attn_<variant>_n<N>, ms), and the peak RSS growth of the first forward + backward
+(attn_<variant>_n<N>_mem; run one workload per process, as run.sh does). The reference code
+lives outside the repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points
+to it. ref_context's MambaVisionMixer scans with a Python loop over the tokens (the official
+selective-scan kernel is CUDA-only), so its timings are the reference's, not a tuned CPU Mamba's;
+it runs up to 4096 tokens (PYTHON_SCAN_MAX_TOKENS) and is skipped beyond, with that reason.
+Usage: python3 bench/torch_attention.py [--threads N] [--repeats R] [--only attn_mhsa_n196,...]
+[--list]"""
 import math
 import os
 import sys
 
-from torch_util import median_seconds, parse_args, report
+from torch_util import (PYTHON_SCAN_MAX_TOKENS, SLOW_SCAN, first_run, memory_limit_gb,
+                        parse_args, report, report_memory, report_skip, selected, timed_median)
 
 args = parse_args(__doc__)
 import torch  # noqa: E402  (after parse_args fixed the thread count)
@@ -29,6 +32,8 @@ import ref_sfree_utnet as ref_su  # noqa: E402
 
 torch.set_num_threads(args.threads)
 DIM, HEADS = 256, 8
+TOKENS = (196, 1024, 4096, 16384)
+QUADRATIC = {"mhsa", "diff", "dgsa", "vitpt_softmax"}  # keep N x N maps
 
 
 class OnGrid(torch.nn.Module):
@@ -40,6 +45,22 @@ class OnGrid(torch.nn.Module):
 
     def forward(self, x):
         return self.module(x, self.side, self.side)
+
+
+class SwinWindowStep(torch.nn.Module):
+    """Swin's unshifted window attention on a square token grid: partition into windows,
+    ref_context.WindowAttention, reverse (lumen's "swin_window" variant)."""
+
+    def __init__(self, side, window):
+        super().__init__()
+        self.side, self.window = side, (window, window)
+        self.attn = ref_context.WindowAttention(DIM, HEADS, self.window)
+
+    def forward(self, x):
+        grid = x.view(x.shape[0], self.side, self.side, DIM)
+        windows = ref_context.window_partition(grid, self.window)
+        dims = (x.shape[0], self.side, self.side)
+        return ref_context.window_reverse(self.attn(windows), self.window, dims).reshape(x.shape)
 
 
 def build(name, tokens):
@@ -69,10 +90,18 @@ def build(name, tokens):
         sr_ratio = side // 7 if side % 7 == 0 else side // 8
         module = ref_gdla.SRAttention(DIM, HEADS, sr_ratio, linear_attn=name == "pvt_sra_li")
         return OnGrid(module, side), (1, tokens, DIM)
+    if name == "swin_window":
+        side = round(math.sqrt(tokens))
+        return SwinWindowStep(side, 8 if side % 8 == 0 else 7), (1, tokens, DIM)
     if name == "hyena":
         return ref_context.HyenaOperator(DIM, 66000, 64, HEADS, 5), (1, tokens, DIM)
     if name == "mamba":
         return ref_context.MambaVisionMixer(DIM, d_state=8, d_conv=3, expand=1), (1, tokens, DIM)
+    if name == "linear":
+        return ref_gdla.MultiHeadLinearAttn(DIM, HEADS), (1, tokens, DIM)
+    if name == "gdla":
+        side = round(math.sqrt(tokens))
+        return OnGrid(ref_gdla.GatedDiffLinearAttn(DIM, HEADS), side), (1, tokens, DIM)
     raise ValueError(name)
 
 
@@ -86,15 +115,39 @@ def run(module, x, grad):
 
 
 NAMES = ["mhsa", "diff", "dgsa", "vitpt_softmax", "seqnorm", "vitpt_sima", "sima", "utnet", "pvt_sra",
-         "pvt_sra_li", "hyena", "mamba"]
-only = os.environ.get("TORCH_ATTENTION_ONLY")
-for name in NAMES if not only else only.split(","):
-    for tokens in (196, 4096):
-        torch.manual_seed(1)
-        module, shape = build(name, tokens)
-        x = torch.randn(*shape, requires_grad=True)
-        out = module(x)
-        grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
-        repeats = min(args.repeats, 5) if tokens > 1000 else args.repeats
-        s = median_seconds(lambda: run(module, x, grad), 1, repeats)
-        report(f"attn {name} N={tokens} fwd+bwd", "it/s", 1.0 / s, s)
+         "pvt_sra_li", "hyena", "mamba", "linear", "gdla", "swin_window"]
+
+
+def attention_maps_gb(tokens):
+    """bench_attention.cpp's lower bound: scores, probabilities and their gradient per head."""
+    return 3 * 4 * tokens * tokens * HEADS / 1e9
+
+
+def run_workload(name, tokens):
+    key = f"attn_{name}_n{tokens}"
+    need_gb = attention_maps_gb(tokens) if name in QUADRATIC else 0
+    why = SLOW_SCAN if name == "mamba" and tokens > PYTHON_SCAN_MAX_TOKENS else None
+    if need_gb > memory_limit_gb():
+        why = f"would need >= {need_gb:.0f} GB (3 N x N maps per head)"
+    if why:
+        report_skip(key, "ms", why)
+        report_skip(key + "_mem", "MB peak", why)
+        return
+    torch.manual_seed(1)
+    module, shape = build(name, tokens)
+    x = torch.randn(*shape, requires_grad=True)
+    grad = torch.randn(*shape)  # every variant maps its input shape to the same shape
+    first_seconds, rss_mb = first_run(lambda: run(module, x, grad))
+    s = timed_median(lambda: run(module, x, grad), first_seconds, args.repeats)
+    report(key, "ms", s * 1e3, s)
+    report_memory(key, rss_mb)
+
+
+for name in NAMES:
+    for tokens in TOKENS:
+        if not selected(args, f"attn_{name}_n{tokens}"):
+            continue
+        if args.list:
+            print(f"attn_{name}_n{tokens}")
+        else:
+            run_workload(name, tokens)

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """The workloads of bench/bench_core.cpp in PyTorch, printed in the same JSON-lines format:
-SGEMM at n = 256..2048, out-of-place float32 add of 16M elements, softmax over (4096, 1024).
-Each figure is the median of several timed repeats after a warm-up.
-Usage: torch_core.py [--threads N] [--repeats R]
+SGEMM at n = 256..2048 (sgemm_<n>), out-of-place float32 add of 16M elements (add_16m), softmax
+forward over (4096, 1024) (softmax_fwd_4096x1024). Each figure is the median of several timed
+repeats after a warm-up.
+Usage: torch_core.py [--threads N] [--repeats R] [--only names]
 """
 import sys
 
-from torch_util import median_seconds, parse_args, report
+from torch_util import median_seconds, parse_args, report, selected
 
 ARGS = parse_args(__doc__)
 import torch  # noqa: E402
@@ -30,20 +31,24 @@ def main():
           f"median of {repeats} repeats", flush=True)
     with torch.no_grad():
         for n in (256, 512, 1024, 2048):
+            if not selected(ARGS, f"sgemm_{n}"):
+                continue
             a, b = torch.rand(n, n), torch.rand(n, n)
             big = n >= 2048
             seconds = median_seconds(lambda: torch.matmul(a, b), 1 if big else 3,
                                      max(3, repeats // 2) if big else repeats)
-            report(f"sgemm n={n}", "GFLOP/s", 2.0 * n ** 3 / seconds / 1e9, seconds)
+            report(f"sgemm_{n}", "GFLOP/s", 2.0 * n ** 3 / seconds / 1e9, seconds)
 
-        n = 1 << 24
-        a, b = torch.rand(n), torch.rand(n)
-        seconds = median_seconds(lambda: torch.add(a, b), 3, repeats)
-        report("add 16M float32", "GB/s", 3 * 4 * n / seconds / 1e9, seconds)
+        if selected(ARGS, "add_16m"):
+            n = 1 << 24
+            a, b = torch.rand(n), torch.rand(n)
+            seconds = median_seconds(lambda: torch.add(a, b), 3, repeats)
+            report("add_16m", "GB/s", 3 * 4 * n / seconds / 1e9, seconds)
 
-        x = torch.randn(4096, 1024)
-        seconds = median_seconds(lambda: torch.softmax(x, -1), 3, repeats)
-        report("softmax (4096, 1024) float32", "GB/s", 2 * 4 * x.numel() / seconds / 1e9, seconds)
+        if selected(ARGS, "softmax_fwd_4096x1024"):
+            x = torch.randn(4096, 1024)
+            seconds = median_seconds(lambda: torch.softmax(x, -1), 3, repeats)
+            report("softmax_fwd_4096x1024", "GB/s", 2 * 4 * x.numel() / seconds / 1e9, seconds)
 
 
 if __name__ == "__main__":

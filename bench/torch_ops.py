@@ -3,11 +3,12 @@
 JSON-lines format. Every workload is forward + backward with autograd, as in training:
 dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256); the Mamba
 selective scan (a sequential reference: PyTorch has no fused CPU kernel) and the Hyena FFT
-long convolution for L = 1k..16k tokens.
-Usage: torch_ops.py [--threads N] [--repeats R]
+long convolution for L = 1k..16k tokens. Entries conv3x3_b8_c64_56, dwconv3x3_b8_c256_56,
+<op>_64x1024x256, selective_scan_l<L>, fftconv_l<L>.
+Usage: torch_ops.py [--threads N] [--repeats R] [--only names]
 """
-from torch_util import (causal_fft_conv, fwd_bwd, median_seconds, parse_args, report,
-                        selective_scan)
+from torch_util import (PYTHON_SCAN_MAX_TOKENS, SLOW_SCAN, causal_fft_conv, fwd_bwd,
+                        median_seconds, parse_args, report, report_skip, selected, selective_scan)
 
 ARGS = parse_args(__doc__)
 import torch  # noqa: E402
@@ -21,13 +22,15 @@ def bench_conv(repeats):
     torch.manual_seed(0)
     x = torch.randn(8, 64, 56, 56, requires_grad=True)
     w = torch.randn(64, 64, 3, 3, requires_grad=True)
-    s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1), [x, w]), 2, repeats)
-    report("conv2d 3x3 N=8 64->64 56x56 fwd+bwd", "GFLOP/s",
-           3 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s)
+    if selected(ARGS, "conv3x3_b8_c64_56"):
+        s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1), [x, w]), 2, repeats)
+        report("conv3x3_b8_c64_56", "GFLOP/s", 3 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s)
+    if not selected(ARGS, "dwconv3x3_b8_c256_56"):
+        return
     x = torch.randn(8, 256, 56, 56, requires_grad=True)
     w = torch.randn(256, 1, 3, 3, requires_grad=True)
     s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1, 1, 256), [x, w]), 2, repeats)
-    report("depthwise conv2d 3x3 N=8 C=256 56x56 fwd+bwd", "GFLOP/s",
+    report("dwconv3x3_b8_c256_56", "GFLOP/s",
            3 * 2 * 8 * 256 * 9 * 56 * 56 / s / 1e9, s)
 
 
@@ -42,32 +45,39 @@ def bench_rowwise(repeats):
              ("softmax", lambda: torch.softmax(x, -1), [x]),
              ("gelu", lambda: F.gelu(x), [x])]
     for name, make, inputs in cases:
+        if not selected(ARGS, f"{name}_64x1024x256"):
+            continue
         s = median_seconds(fwd_bwd(make, inputs), 2, repeats)
-        report(f"{name} (64, 1024, 256) fwd+bwd", "GB/s", traffic / s / 1e9, s)
+        report(f"{name}_64x1024x256", "GB/s", traffic / s / 1e9, s)
 
 
 def bench_long(repeats):
     torch.manual_seed(0)
     channels, state = 64, 16
     for length in SCAN_LENGTHS:
-        if length <= 4096:  # the Python loop is too slow beyond
-            u = torch.randn(1, channels, length, requires_grad=True)
-            delta = torch.randn(1, channels, length, requires_grad=True)
-            A = (-torch.rand(channels, state)).requires_grad_()
-            Bm = torch.randn(1, state, length, requires_grad=True)
-            Cm = torch.randn(1, state, length, requires_grad=True)
-            D = torch.randn(channels, requires_grad=True)
-            inputs = [u, delta, A, Bm, Cm, D]
-            s = median_seconds(fwd_bwd(lambda: selective_scan(*inputs), inputs), 0,
-                               max(1, repeats // 4))
-            report(f"selective_scan B=1 D=64 N=16 L={length} fwd+bwd", "ktok/s",
-                   length / s / 1e3, s)
+        if not selected(ARGS, f"selective_scan_l{length}"):
+            continue
+        if length > PYTHON_SCAN_MAX_TOKENS:
+            report_skip(f"selective_scan_l{length}", "ktok/s", SLOW_SCAN)
+            continue
+        u = torch.randn(1, channels, length, requires_grad=True)
+        delta = torch.randn(1, channels, length, requires_grad=True)
+        A = (-torch.rand(channels, state)).requires_grad_()
+        Bm = torch.randn(1, state, length, requires_grad=True)
+        Cm = torch.randn(1, state, length, requires_grad=True)
+        D = torch.randn(channels, requires_grad=True)
+        inputs = [u, delta, A, Bm, Cm, D]
+        s = median_seconds(fwd_bwd(lambda: selective_scan(*inputs), inputs), 0,
+                           max(1, repeats // 4))
+        report(f"selective_scan_l{length}", "ktok/s", length / s / 1e3, s)
     for length in SCAN_LENGTHS:
+        if not selected(ARGS, f"fftconv_l{length}"):
+            continue
         u = torch.randn(2, channels, length, requires_grad=True)
         k = torch.randn(channels, length, requires_grad=True)
         D = torch.randn(channels, requires_grad=True)
         s = median_seconds(fwd_bwd(lambda: causal_fft_conv(u, k, D), [u, k, D]), 1, repeats)
-        report(f"fftconv B=2 H=64 L={length} fwd+bwd", "Mtok/s", 2 * length / s / 1e6, s)
+        report(f"fftconv_l{length}", "Mtok/s", 2 * length / s / 1e6, s)
 
 
 def main():

@@ -2,13 +2,16 @@
 cross-entropy, backward, AdamW step) of the DGSA paper's Table 3 ViT and DGViT (D 256, 8 layers,
 8 heads, patch 4, dropout 0.05) on 28x28x1 input, batch 128 (BATCH overrides), built from the
 reference modules of shared/oracle/ref_diff.py (LUMEN_ORACLE points to them).
-Usage: python3 bench/torch_train.py [--threads N] [--repeats R]"""
+Usage: python3 bench/torch_train.py [--threads N] [--repeats R] [--only NAMES] [--list]"""
 import os
 import sys
 
-from torch_util import median_seconds, parse_args, report
+from torch_util import median_seconds, parse_args, report, selected
 
 args = parse_args(__doc__)
+if args.list:
+    print("vit_train_step\ndgvit_train_step")
+    sys.exit(0)
 import torch  # noqa: E402  (after parse_args fixed the thread count)
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -47,8 +50,7 @@ print(f"# torch {torch.__version__} train step, {torch.get_num_threads()} thread
       f"median of {REPEATS} repeats", flush=True)
 shape = dict(img_size=(28, 28), patch_size=4, in_chans=1, num_classes=10, embed_dim=256,
              depth=8, num_heads=8, drop=0.05)
-only = os.environ.get("MODELS", "")  # "vit" or "dgvit" times one of the two (for profiling)
-if not only.startswith("dgvit"):
+if selected(args, "vit_train_step"):
     time_model("vit_train_step", ref_diff.vit(**shape))
-if not only or "dgvit" in only:
+if selected(args, "dgvit_train_step"):
     time_model("dgvit_train_step", ref_diff.dgvit(**shape))

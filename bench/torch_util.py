@@ -1,7 +1,8 @@
 """Timing and reporting shared by the bench/torch_*.py scripts, in the JSON-lines format of
-bench/bench_util.h, and the pieces several of them run (GPU timing, forward + backward bodies,
-the long-sequence references). Import it before torch: parse_args fixes the thread count
-first; the functions that need torch import it when called."""
+bench/bench_util.h, with its workload selection (--only, --list), timing policy and peak memory,
+and the pieces several of them run (GPU timing, forward + backward bodies, the long-sequence
+references). Import it before torch: parse_args fixes the thread count first; the functions
+that need torch import it when called."""
 import argparse
 import json
 import os
@@ -13,11 +14,20 @@ def parse_args(doc):
     parser = argparse.ArgumentParser(description=doc)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--only", type=lambda names: names.split(","), default=[],
+                        help="run only these workloads (a name or a name prefix before '_')")
+    parser.add_argument("--list", action="store_true", help="print the workload names and exit")
     args = parser.parse_args()
     # PyTorch's BLAS (OpenBLAS here) reads its thread count when it loads: set it before import.
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     return args
+
+
+def selected(args, name):
+    """bench_util.h's selected: every workload without --only; with it, those named or whose
+    name continues with '_' ('--only sgemm' runs sgemm_256 ... sgemm_2048)."""
+    return not args.only or any(name == o or name.startswith(o + "_") for o in args.only)
 
 
 def median_seconds(body, warmup, repeats):
@@ -34,6 +44,71 @@ def median_seconds(body, warmup, repeats):
 def report(name, unit, value, seconds):
     print(json.dumps({"name": name, "unit": unit, "value": round(value, 3),
                       "ms": round(seconds * 1e3, 4)}), flush=True)
+
+
+def timed_median(body, first_seconds, repeats):
+    """bench_util.h's timing policy: two more untimed runs after a first one under 0.1 s, then
+    `repeats` timed runs (3 when a run takes over 1 s, 1 over 4 s); the upper median."""
+    if first_seconds < 0.1:
+        body()
+        body()
+    if first_seconds > 4:
+        repeats = 1
+    elif first_seconds > 1:
+        repeats = min(repeats, 3)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        body()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def proc_status_mb(field):
+    """A field of /proc/self/status in MiB ("VmRSS": resident now, "VmHWM": the peak)."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def first_run(body):
+    """(seconds, peak RSS growth in MiB) of the first run of a workload in a fresh process: the
+    peak is reset to the current RSS first (Linux >= 4.0: "5" to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    before = proc_status_mb("VmRSS")
+    start = time.perf_counter()
+    body()
+    seconds = time.perf_counter() - start
+    return seconds, proc_status_mb("VmHWM") - before
+
+
+def report_memory(name, rss_mb):
+    print(json.dumps({"name": name + "_mem", "unit": "MB peak", "value": round(rss_mb, 1),
+                      "ms": 0}), flush=True)
+
+
+def report_skip(name, unit, why):
+    print(json.dumps({"name": name, "unit": unit, "value": None, "ms": None, "skipped": why}),
+          flush=True)
+
+
+# The reference Mamba scans (ref_context.selective_scan, selective_scan below) loop over the
+# tokens in Python: minutes per step beyond this length (16384 tokens: over 15 min in a trial).
+PYTHON_SCAN_MAX_TOKENS = 4096
+SLOW_SCAN = "the reference's Python loop over the tokens would take many minutes"
+
+
+def memory_limit_gb():
+    """bench_util.h's memory_limit_gb: BENCH_MEMORY_LIMIT_GB, default 8."""
+    return float(os.environ.get("BENCH_MEMORY_LIMIT_GB", "8"))
 
 
 def start_cuda_bench(name, args, note=""):

@@ -2,6 +2,7 @@
 // loader's worker threads, so they stay single-threaded and allocate only their output.
 #include "datasets/transforms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -35,6 +36,10 @@ struct Taps {
 
 Taps bilinear_taps(double sx, double sy, int64_t H, int64_t W) {
     Taps taps{};
+    // Clamped so that the int conversion cannot overflow (a tiny scale maps pixels far away);
+    // beyond -1 or W every tap is outside anyway.
+    sx = std::clamp(sx, -2.0, double(W) + 1.0);
+    sy = std::clamp(sy, -2.0, double(H) + 1.0);
     double x0 = std::floor(sx), y0 = std::floor(sy);
     double fx = sx - x0, fy = sy - y0;
     const double weights[4] = {(1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy};

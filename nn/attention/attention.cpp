@@ -8,14 +8,18 @@
 
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/gdla.h"
 #include "nn/attention/hyena.h"
+#include "nn/attention/linear_attention.h"
 #include "nn/attention/mamba_vision.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/pvt_baselines.h"
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
 #include "nn/pvt/sr_attention.h"
+#include "nn/swin/window_attention.h"
 #include "nn/utnet/linear_attention.h"
 
 namespace lumen::nn {
@@ -43,9 +47,14 @@ void add_builtins(std::map<std::string, AttentionFactory>& factories) {
     factories["seqnorm"] = sfree::make_seqnorm_attention;
     factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
     factories["sima"] = sima::make_sima_attention;
+    factories["linear"] = gdla::make_linear_attention;
+    factories["gdla"] = gdla::make_gdla_attention;
+    factories["pvt_sa"] = gdla::make_pvt_sa_attention;
+    factories["pvt_da"] = gdla::make_pvt_da_attention;
     factories["pvt_sra"] = pvt::make_pvt_sra_attention;
     factories["hyena"] = make_hyena_attention;
     factories["mamba"] = make_mamba_attention;
+    factories["swin_window"] = swin::make_swin_window_attention;
 }
 
 void ensure_builtins() {

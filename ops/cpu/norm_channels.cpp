@@ -107,6 +107,49 @@ T param(const StridedView& v, int64_t c, T fallback) {
     return v.data ? v.ptr<T>()[c] : fallback;
 }
 
+// dx of batch statistics, PyTorch's grouping: w rstd ((g - mean(g)) - (x - mu) k) with
+// k = rstd^2 mean(g (x - mu)). The two terms cancel almost completely when a statistic has few
+// elements (a 1 x 1 map of a batch of 2 leaves eps / (var + eps) of each), so mu must be the
+// exact mean: the stored one is rounded to T, which is a large error against x - mu when the
+// values are nearly equal, and a following conv over features nearly equal across the batch
+// amplifies what that does to the sum of dx (0 exactly). mu = mean + shift, with shift the
+// mean of (x - mean) summed in T (small terms, so accurate); sum_gx (around the stored mean)
+// is moved to mu the same way.
+template <typename T>
+void batch_stats_grad_x(const Layout& lay, const T* xp, const T* gp, const T* mp, const T* rstd,
+                        const StridedView& weight, const std::vector<double>& sum_g,
+                        const std::vector<double>& sum_gx, T* dx) {
+    const int64_t stats = lay.outer * lay.channels;
+    const double n = double(lay.count());
+    std::vector<double> shift(static_cast<size_t>(stats));
+    channel_sum<T>(lay, shift.data(), [&](int64_t i, int64_t s) { return T(xp[i] - mp[s]); });
+    std::vector<T> sh(static_cast<size_t>(stats)), gm(static_cast<size_t>(stats)),
+        k(static_cast<size_t>(stats)), scale(static_cast<size_t>(stats));
+    for (int64_t s = 0; s < stats; ++s) {
+        double r = double(rstd[s]), d = shift[size_t(s)] / n;
+        double centred = sum_gx[size_t(s)] - d * sum_g[size_t(s)];
+        sh[size_t(s)] = T(d);
+        gm[size_t(s)] = T(sum_g[size_t(s)] / n);
+        k[size_t(s)] = T(centred * r * r / n);
+        scale[size_t(s)] = T(double(param<T>(weight, s % lay.channels, T(1))) * r);
+    }
+    for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
+        const T* xs = xp + offset;
+        const T* gs = gp + offset;
+        T* ds = dx + offset;
+        if constexpr (decltype(per_element)::value) {
+            const T *m = mp + stat, *d = sh.data() + stat, *g = gm.data() + stat;
+            const T *kk = k.data() + stat, *a = scale.data() + stat;
+            for (int64_t i = 0; i < count; ++i)
+                ds[i] = ((gs[i] - g[i]) - ((xs[i] - m[i]) - d[i]) * kk[i]) * a[i];
+        } else {
+            const T m = mp[stat], d = sh[size_t(stat)], g = gm[size_t(stat)], kk = k[size_t(stat)],
+                    a = scale[size_t(stat)];
+            for (int64_t i = 0; i < count; ++i) ds[i] = ((gs[i] - g) - ((xs[i] - m) - d) * kk) * a;
+        }
+    });
+}
+
 }  // namespace
 
 void channel_moments(const Layout& lay, const StridedView& x, const StridedView& mean,
@@ -176,34 +219,16 @@ void channel_norm_backward(const Layout& lay, const StridedView& x, const Stride
             if (grad_bias.data) grad_bias.ptr<T>()[c] = T(tb);
         }
         if (!grad_x.data) return;
-        // dx = g k1 + x k2 + k3 per statistic:
-        //   k1 = w rstd; training adds -(w rstd / n) (sum_g + (x - mean) rstd^2 sum_gx)
-        std::vector<T> k1(static_cast<size_t>(stats)), k2(static_cast<size_t>(stats)), k3(static_cast<size_t>(stats));
-        const double n = double(lay.count());
-        for (int64_t s = 0; s < stats; ++s) {
-            double r = double(rstd[size_t(s)]);
-            double wr = double(param<T>(weight, s % C, T(1))) * r;
-            double b2 = batch_stats ? -wr * r * r * sum_gx[size_t(s)] / n : 0.0;
-            double b3 = batch_stats ? -wr * sum_g[size_t(s)] / n - double(mp[s]) * b2 : 0.0;
-            k1[size_t(s)] = T(wr);
-            k2[size_t(s)] = T(b2);
-            k3[size_t(s)] = T(b3);
+        if (batch_stats) {
+            batch_stats_grad_x<T>(lay, xp, gp, mp, rstd.data(), weight, sum_g, sum_gx,
+                                  grad_x.ptr<T>());
+            return;
         }
-        T* dx = grad_x.ptr<T>();
-        for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
-            const T* xs = xp + offset;
-            const T* gs = gp + offset;
-            T* ds = dx + offset;
-            if constexpr (decltype(per_element)::value) {
-                const T* a = k1.data() + stat;
-                const T* b = k2.data() + stat;
-                const T* c = k3.data() + stat;
-                for (int64_t i = 0; i < count; ++i) ds[i] = gs[i] * a[i] + xs[i] * b[i] + c[i];
-            } else {
-                const T a = k1[size_t(stat)], b = k2[size_t(stat)], c = k3[size_t(stat)];
-                for (int64_t i = 0; i < count; ++i) ds[i] = gs[i] * a + xs[i] * b + c;
-            }
-        });
+        std::vector<T> k(static_cast<size_t>(stats));
+        for (int64_t s = 0; s < stats; ++s)
+            k[size_t(s)] = T(double(param<T>(weight, s % C, T(1))) * double(rstd[size_t(s)]));
+        std::vector<T> zero(static_cast<size_t>(stats), T(0));
+        scale_shift<T>(lay, gp, k.data(), zero.data(), grad_x.ptr<T>());
     });
 }
 

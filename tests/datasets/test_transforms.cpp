@@ -93,6 +93,8 @@ TEST_CASE("transforms: affine translates with zero fill and scales about the cen
     Tensor sheared = affine(x, 0, {0, 0}, 1, 45);
     float mid = (pixel(x, 0, 3, 2) + pixel(x, 0, 3, 3)) / 2;
     CHECK(pixel(sheared, 0, 3, 4) == Approx(mid).margin(1e-6));
+    // A vanishing scale samples far outside: all zero fill, no overflow.
+    CHECK(max(abs(affine(x, 0, {0, 0}, 1e-300, 0))).item<double>() == 0.0);
 }
 
 TEST_CASE("transforms: normalize is exact per channel", "[datasets][transforms]") {

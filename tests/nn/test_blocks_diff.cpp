@@ -119,8 +119,8 @@ TEST_CASE("Block: dropout and drop path switch off in eval; bad configs name the
     bad.mlp_type = "geglu";
     require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[Block]", "geglu", "swiglu"});
     bad = nn::vit_block_options();
-    bad.attn_type = "linear";
-    require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[attention]", "linear", "mhsa"});
+    bad.attn_type = "performer";  // not registered ("linear" is spec gdla's linear attention)
+    require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[attention]", "performer", "mhsa"});
     bad = nn::dgt_layer_options();
     bad.ffn_dropouts = 3;
     require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[Block]", "ffn_dropouts", "3"});

@@ -217,6 +217,37 @@ TEST_CASE("batch_norm: gradients in training and evaluation", "[ops][norm]") {
               {noncontiguous(random_input({2, 3, 4, 3}, 8))}, loose());
 }
 
+TEST_CASE("batch_norm: float32 training backward of nearly constant statistics", "[ops][norm]") {
+    // Two values per statistic a few sqrt(eps) apart (var / eps ~ 10-100, as a 1 x 1 pooled map
+    // of a batch of 2 gives): dx is the small remainder eps / (var + eps) of two nearly equal
+    // terms, and dx summed over a statistic is 0. float32 must stay near the float64 result
+    // (UPerNet's trainbn vector failed at a few 1e-4 relative before the double accumulation).
+    for (Shape shape : {Shape{2, 6}, Shape{2, 6, 1, 1}, Shape{1, 6, 2}}) {
+        INFO("shape " << text(shape));
+        Tensor x64 = add(mul(random_input(shape, 11), 0.03), 0.4).to(DType::float32);
+        x64 = x64.to(DType::float64).detach();
+        Tensor g64 = random_input(shape, 12).to(DType::float32).to(DType::float64).detach();
+        Tensor w64 = random_input({6}, 13).to(DType::float32).to(DType::float64).detach();
+        std::vector<std::vector<double>> dx;
+        for (DType dt : {DType::float64, DType::float32}) {
+            Tensor x = x64.to(dt).detach().requires_grad_(true);
+            sum(mul(batch_norm(x, {}, {}, w64.to(dt), {}, true), g64.to(dt))).backward();
+            dx.push_back(x.grad().to_vector<double>());
+        }
+        double scale = 0;
+        for (double v : dx[0]) scale = std::max(scale, std::abs(v));
+        for (size_t i = 0; i < dx[0].size(); ++i)
+            CHECK(std::abs(dx[1][i] - dx[0][i]) <= 2e-5 * scale);
+        Dims over{0};
+        if (shape.size() > 2) over.push_back(2);
+        Tensor x32 = x64.to(DType::float32).detach().requires_grad_(true);
+        Tensor w32 = w64.to(DType::float32), g32 = g64.to(DType::float32);
+        sum(mul(batch_norm(x32, {}, {}, w32, {}, true), g32)).backward();
+        for (double v : lumen::sum(x32.grad().to(DType::float64), over).to_vector<double>())
+            CHECK(std::abs(v) <= 1e-6 * scale);
+    }
+}
+
 TEST_CASE("seq_norm: statistics over the token axis", "[ops][norm]") {
     Shape shape{2, 7, 5};
     Tensor x = random_input(shape, 1, -1, 2);

@@ -1,0 +1,104 @@
+"""bench/bench_scaling.cpp's workloads in PyTorch (shared/oracle references, LUMEN_ORACLE):
+ref_sfree_utnet.ViT training step vs resolution (sfree_<attn>_r<R>), ref_context.ViT forward +
+backward vs patch size (ctx_<mixer>_p<p>), at the same reduced depth and image size. The Python
+loop of ref_context's Mamba scan runs up to 4096 tokens only (16384: over 15 min in a trial).
+Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only names] [--list]"""
+import os
+import sys
+
+from torch_util import (PYTHON_SCAN_MAX_TOKENS, SLOW_SCAN, first_run, memory_limit_gb,
+                        parse_args, report, report_memory, report_skip, selected, timed_median)
+
+args = parse_args(__doc__)
+import torch  # noqa: E402  (after parse_args fixed the thread count)
+
+here = os.path.dirname(os.path.abspath(__file__))
+oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
+if not os.path.exists(os.path.join(oracle, "ref_context.py")):
+    print(f"# torch_scaling: no reference modules at {oracle} (set LUMEN_ORACLE)")
+    sys.exit(0)
+sys.path.insert(0, oracle)
+import ref_context  # noqa: E402
+import ref_sfree_utnet  # noqa: E402
+
+torch.set_num_threads(args.threads)
+SFREE = dict(depth=1, dim=1024, heads=8, dim_head=64, mlp_dim=1024, patch=16,
+             attns=("softmax", "seqnorm", "sima"), resolutions=(224, 512, 1024, 2048))
+CONTEXT = dict(depth=1, hidden=384, heads=6, mlp_dim=1536, image=512,
+               mixers=("attn", "hyena", "mamba"), patches=(32, 16, 8, 4))
+
+
+def attention_maps_gb(tokens, heads, depth):
+    """bench_scaling.cpp's lower bound: (depth + 2) N x N float32 maps per head."""
+    return (depth + 2) * 4 * tokens * tokens * heads / 1e9
+
+
+def measure(name, need_gb, step, why=None):
+    if need_gb > memory_limit_gb():
+        why = f"would need >= {need_gb:.0f} GB (N x N attention maps)"
+    if why:
+        report_skip(name, "ms", why)
+        report_skip(name + "_mem", "MB peak", why)
+        return
+    first_seconds, rss_mb = first_run(step)
+    s = timed_median(step, first_seconds, args.repeats)
+    report(name, "ms", s * 1e3, s)
+    report_memory(name, rss_mb)
+
+
+def run_sfree(attn, resolution):
+    c = SFREE
+    torch.manual_seed(0)
+    model = ref_sfree_utnet.ViT(num_classes=2, dim=c["dim"], depth=c["depth"], heads=c["heads"],
+                                mlp_dim=c["mlp_dim"], attn=attn, dim_head=c["dim_head"],
+                                channels=3, image_size=resolution, patch_size=c["patch"])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    image, label = torch.randn(1, 3, resolution, resolution), torch.zeros(1, dtype=torch.long)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(image), label).backward()
+        optimizer.step()
+
+    tokens = (resolution // c["patch"]) ** 2 + 1  # with the class token
+    need_gb = attention_maps_gb(tokens, c["heads"], c["depth"]) if attn == "softmax" else 0
+    measure(f"sfree_{attn}_r{resolution}", need_gb, step)
+
+
+def run_context(mixer, patch):
+    c = CONTEXT
+    torch.manual_seed(0)
+    model = ref_context.ViT(1, (c["image"], c["image"]), patch, hidden_size=c["hidden"],
+                            mlp_dim=c["mlp_dim"], num_layers=c["depth"], num_heads=c["heads"],
+                            mixer=mixer)
+    image = torch.randn(1, 1, c["image"], c["image"])
+    tokens = (c["image"] // patch) ** 2
+    grad = torch.randn(1, tokens, c["hidden"])
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(image)[-1].backward(grad)
+
+    need_gb = attention_maps_gb(tokens, c["heads"], c["depth"]) if mixer == "attn" else 0
+    slow = mixer == "mamba" and tokens > PYTHON_SCAN_MAX_TOKENS
+    measure(f"ctx_{mixer}_p{patch}", need_gb, step, SLOW_SCAN if slow else None)
+
+
+for attn in SFREE["attns"]:
+    for resolution in SFREE["resolutions"]:
+        name = f"sfree_{attn}_r{resolution}"
+        if not selected(args, name):
+            continue
+        if args.list:
+            print(name)
+        else:
+            run_sfree(attn, resolution)
+for mixer in CONTEXT["mixers"]:
+    for patch in CONTEXT["patches"]:
+        name = f"ctx_{mixer}_p{patch}"
+        if not selected(args, name):
+            continue
+        if args.list:
+            print(name)
+        else:
+            run_context(mixer, patch)
