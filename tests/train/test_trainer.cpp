@@ -1,7 +1,7 @@
 // The Trainer on a synthetic task (the brightness level of an image is its class) with a tiny
 // ViT: it learns, writes the run directory, resumes bit-identically from a mid-epoch checkpoint
 // (dropout, AdamW, per-step warm-up cosine, accumulation and clipping all in play), accumulates
-// like a larger batch, and stops on a non-finite loss naming the step.
+// like a larger batch, stops on a non-finite loss naming the step, and on CUDA follows the CPU.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,13 +78,14 @@ struct Setup {
 };
 
 std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& run_dir,
-                                             std::ostream& out) {
+                                             std::ostream& out, Device device = Device::cpu()) {
     manual_seed(5);
     models::ViTConfig config = models::vit_config(4, {8, 8}, 1, s.drop);
     config.embed_dim = 16;
     config.depth = 1;
     config.num_heads = 2;
     auto model = std::make_shared<models::ViT>(config);
+    model->to(device);
     std::unique_ptr<train::Optimizer> optimizer;
     if (s.sgd)
         optimizer = std::make_unique<train::SGD>(model->parameters(), s.lr);
@@ -103,6 +104,7 @@ std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& 
     o.checkpoint.best_metric = "test_accuracy";
     o.log_every = 2;
     o.config_json = "{\"test\": true}";
+    o.device = device;
     return std::make_unique<train::Trainer>(
         o, model, std::move(optimizer), schedule,
         std::make_shared<MemorySource>(level_task(s.train_size, 1), s.batch, s.shuffle),
@@ -111,7 +113,7 @@ std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& 
 
 std::vector<std::vector<float>> parameters_of(train::Trainer& t) {
     std::vector<std::vector<float>> values;
-    for (const Tensor& p : t.model().parameters()) values.push_back(p.to_vector<float>());
+    for (const Tensor& p : t.model().parameters()) values.push_back(p.cpu().to_vector<float>());
     return values;
 }
 
@@ -215,4 +217,20 @@ TEST_CASE("the trainer stops at a non-finite loss naming the step", "[train][tra
     require_error([&] { trainer->fit(); }, {"[nan_guard] step", "first non-finite"});
     require_error([&] { make_trainer({.accumulate = 0}, dir.file("bad"), out); },
                   {"[Trainer]", "accumulate"});
+}
+
+TEST_CASE("the trainer on CUDA follows the CPU run", "[train][trainer][cuda]") {
+    if (!have_gpu()) return;
+    TempDir dir("trainer_cuda");
+    std::ostringstream out;
+    Setup s{.drop = 0.0, .epochs = 1, .train_size = 64};  // 4 updates, no dropout
+    auto cpu = make_trainer(s, dir.file("cpu"), out);
+    auto gpu = make_trainer(s, dir.file("gpu"), out, Device::cuda(0));
+    train::TrainSummary a = cpu->fit(), b = gpu->fit();
+    CHECK(b.device == "cuda:0");
+    CHECK(b.test_loss == Approx(a.test_loss).epsilon(1e-3));
+    auto pa = parameters_of(*cpu), pb = parameters_of(*gpu);
+    for (size_t i = 0; i < pa.size(); ++i)
+        for (size_t k = 0; k < pa[i].size(); ++k)
+            REQUIRE(pb[i][k] == Approx(pa[i][k]).margin(2e-3));
 }
