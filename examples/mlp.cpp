@@ -1,6 +1,5 @@
 // A two-layer perceptron learns y = sin(3x) from 256 noisy samples by plain gradient descent
-// through lumen's autograd: the smallest complete training loop, meant to be read top to bottom.
-// Seeded, so every run prints the same numbers.
+// through lumen's autograd: the smallest complete training loop, seeded, read top to bottom.
 // Run: bash scripts/build.sh lumen_mlp && build/examples/lumen_mlp
 #include <cstdio>
 #include <vector>
@@ -21,25 +20,20 @@ int main() {
     Tensor w2 = (randn({32, 1}, DType::float32, &generator) * 0.2).requires_grad_();
     Tensor b2 = zeros({1}).requires_grad_();
     std::vector<Tensor> parameters = {w1, b1, w2, b2};
-
-    const double lr = 0.1;
     double first_loss = 0, loss_value = 0;
     for (int step = 0; step <= 2000; ++step) {
         Tensor y_hat = matmul(tanh(matmul(x, w1) + b1), w2) + b2;
         Tensor loss = mean(square(y_hat - y));  // mean squared error
         loss.backward();                        // fills p.grad() for every parameter p
-        {
-            NoGradGuard no_grad;  // the update itself is not part of the model
-            for (Tensor& p : parameters) {
-                p.copy_(p - p.grad() * lr);
-                p.set_grad(Tensor());  // gradients accumulate: clear them for the next step
-            }
+        NoGradGuard no_grad;                    // the update itself is not part of the model
+        for (Tensor& p : parameters) {
+            p.copy_(p - p.grad() * 0.1);  // learning rate 0.1
+            p.set_grad(Tensor());         // gradients accumulate: clear them for the next step
         }
         loss_value = loss.item<double>();
         if (step == 0) first_loss = loss_value;
         if (step % 200 == 0) std::printf("step %4d  loss %.5f\n", step, loss_value);
     }
-    // The noise alone costs 0.01, so the loss cannot go much below that.
     std::printf("final loss %.5f (from %.5f; noise floor 0.01)\n", loss_value, first_loss);
     return loss_value < 0.1 * first_loss ? 0 : 1;
 }
