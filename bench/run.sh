@@ -58,12 +58,12 @@ for suite in $suites; do
     else echo "run.sh: no bench/bench_$suite.cpp, skipping suite '$suite'" >&2; fi
 done
 
-# ---- dependencies (idempotent) and build (configured once; a no-op when up to date) ----
+# ---- dependencies (idempotent) and build (a no-op when up to date) ----
 bash "$root/scripts/setup.sh" --bench
-if [[ ! -f $build/CMakeCache.txt ]]; then
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=OFF \
-        -DLUMEN_BUILD_TESTS=OFF >/dev/null
-fi
+# Configured every time: a bench_*.cpp added since the last run is a new target, which the
+# build step alone would not know yet (its glob is re-read only while building).
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=OFF \
+    -DLUMEN_BUILD_TESTS=OFF >/dev/null
 targets=()
 for suite in "${present[@]}"; do targets+=("bench_$suite"); done
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
