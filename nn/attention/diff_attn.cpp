@@ -40,25 +40,30 @@ MultiheadDiffAttn::MultiheadDiffAttn(int64_t embed_dim_, int64_t num_heads_,
     k_proj = register_module("k_proj", make<Linear>(embed_dim, embed_dim, false));
     v_proj = register_module("v_proj", make<Linear>(embed_dim, embed_dim, false));
     out_proj = register_module("out_proj", make<Linear>(embed_dim, embed_dim, false));
-    // The official init: N(0, 0.1) for each lambda vector.
-    auto lambda_vector = [&](const char* name) {
-        Tensor t = register_parameter(name, empty({head_dim}));
-        init::normal_(t, 0.0, 0.1);
-        return t;
-    };
-    lambda_q1 = lambda_vector("lambda_q1");
-    lambda_k1 = lambda_vector("lambda_k1");
-    lambda_q2 = lambda_vector("lambda_q2");
-    lambda_k2 = lambda_vector("lambda_k2");
+    lambda_q1 = register_parameter("lambda_q1", diff_lambda_vector(head_dim));
+    lambda_k1 = register_parameter("lambda_k1", diff_lambda_vector(head_dim));
+    lambda_q2 = register_parameter("lambda_q2", diff_lambda_vector(head_dim));
+    lambda_k2 = register_parameter("lambda_k2", diff_lambda_vector(head_dim));
     subln = register_module("subln", make<RMSNorm>(Shape{2 * head_dim}, options.subln_eps));
     attn_drop = register_module("attn_drop", make<Dropout>(options.attn_drop));
     proj_drop = register_module("proj_drop", make<Dropout>(options.proj_drop));
 }
 
-Tensor MultiheadDiffAttn::lambda_full() const {
-    Tensor first = exp(sum(mul(lambda_q1, lambda_k1)));
-    Tensor second = exp(sum(mul(lambda_q2, lambda_k2)));
+Tensor diff_lambda_vector(int64_t head_dim) {
+    Tensor t = empty({head_dim});
+    init::normal_(t, 0.0, 0.1);
+    return t;
+}
+
+Tensor diff_lambda(const Tensor& q1, const Tensor& k1, const Tensor& q2, const Tensor& k2,
+                   double lambda_init) {
+    Tensor first = exp(sum(mul(q1, k1)));
+    Tensor second = exp(sum(mul(q2, k2)));
     return add(sub(first, second), lambda_init);
+}
+
+Tensor MultiheadDiffAttn::lambda_full() const {
+    return diff_lambda(lambda_q1, lambda_k1, lambda_q2, lambda_k2, lambda_init);
 }
 
 Tensor MultiheadDiffAttn::forward(const Tensor& x, const AttentionContext& context) {

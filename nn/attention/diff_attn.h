@@ -19,6 +19,15 @@ namespace lumen::nn {
 // the paper's l - 1): 0.2, 0.35551, 0.47071, 0.55606, ... Throws [diff] for a negative index.
 double diff_lambda_init(int64_t layer_index);
 
+// One of the four lambda vectors (lambda_q1, lambda_k1, lambda_q2, lambda_k2): (head_dim) drawn
+// from N(0, 0.1), the official init. Both differential attentions (this spec's and spec gdla's)
+// register theirs from it.
+Tensor diff_lambda_vector(int64_t head_dim);
+
+// The reparameterized lambda: exp(sum(q1 * k1)) - exp(sum(q2 * k2)) + lambda_init (0-d).
+Tensor diff_lambda(const Tensor& q1, const Tensor& k1, const Tensor& q2, const Tensor& k2,
+                   double lambda_init);
+
 struct DiffAttnOptions {
     int64_t layer_index = 0;  // sets lambda_init (diff_lambda_init) unless lambda_init is given
     std::optional<double> lambda_init;

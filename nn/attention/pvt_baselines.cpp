@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "nn/attention/diff_attn.h"
 #include "nn/attention/mhsa.h"
-#include "nn/init.h"
 #include "nn/rope.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -92,23 +92,16 @@ MultiHeadDiffAttn::MultiHeadDiffAttn(int64_t dim_, int64_t n_heads_, int64_t dep
                 " must be even");
     lambda_init = pvt_lambda_init(depth);
     qkv = register_module("qkv", make<Linear>(dim, 3 * dim, qkv_bias));
-    auto lambda_vector = [&](const char* name) {
-        Tensor t = register_parameter(name, empty({head_dim}));
-        init::normal_(t, 0.0, 0.1);
-        return t;
-    };
-    lambda_q1 = lambda_vector("lambda_q1");
-    lambda_k1 = lambda_vector("lambda_k1");
-    lambda_q2 = lambda_vector("lambda_q2");
-    lambda_k2 = lambda_vector("lambda_k2");
+    lambda_q1 = register_parameter("lambda_q1", diff_lambda_vector(head_dim));
+    lambda_k1 = register_parameter("lambda_k1", diff_lambda_vector(head_dim));
+    lambda_q2 = register_parameter("lambda_q2", diff_lambda_vector(head_dim));
+    lambda_k2 = register_parameter("lambda_k2", diff_lambda_vector(head_dim));
     subln = register_module("subln", make<RMSNorm>(Shape{head_dim}, 1e-5));
     out_proj = register_module("out_proj", make<Linear>(dim, dim, false));
 }
 
 Tensor MultiHeadDiffAttn::lambda_full() const {
-    Tensor first = exp(sum(mul(lambda_q1, lambda_k1)));
-    Tensor second = exp(sum(mul(lambda_q2, lambda_k2)));
-    return add(sub(first, second), lambda_init);
+    return diff_lambda(lambda_q1, lambda_k1, lambda_q2, lambda_k2, lambda_init);
 }
 
 Tensor MultiHeadDiffAttn::forward(const Tensor& x, const AttentionContext& context) {
