@@ -43,6 +43,18 @@ struct SquaredDeviationTerm {
 };
 
 // sum of g and of g (x - mean); times rstd the latter is the sum of g xhat.
+// sum of (x - mean), each term rounded to T as on the CPU: the offset of the exact mean from
+// the stored one, which is rounded to T (batch statistics' backward needs the exact one).
+template <typename T>
+struct DeviationTerm {
+    static constexpr int kCount = 1;
+    const T* x;
+    const T* mean;
+    __device__ void operator()(int64_t i, int64_t stat, T* acc) const {
+        acc[0] += T(x[i] - mean[stat]);
+    }
+};
+
 template <typename T>
 struct GradTerms {
     static constexpr int kCount = 2;
@@ -247,16 +259,20 @@ struct ScaleShiftOp {
     }
 };
 
-// dx = g k1 + x k2 + k3 per statistic (k holds the three arrays of `stats` entries).
+// dx of batch statistics in PyTorch's grouping (ops/cpu/norm_channels.cpp says why):
+// dx = ((g - mean(g)) - ((x - mean) - shift) k) w rstd, k holding the four arrays mean(g),
+// shift, k and w rstd of `stats` entries each.
 template <typename T>
-struct NormGradOp {
+struct BatchStatsGradOp {
     const T* x;
     const T* g;
+    const T* mean;
     const T* k;
     int64_t stats;
     T* dx;
     __device__ void operator()(int64_t i, int64_t stat) const {
-        dx[i] = g[i] * k[stat] + x[i] * k[stats + stat] + k[2 * stats + stat];
+        const T g_mean = k[stat], shift = k[stats + stat], kk = k[2 * stats + stat];
+        dx[i] = ((g[i] - g_mean) - ((x[i] - mean[stat]) - shift) * kk) * k[3 * stats + stat];
     }
 };
 
@@ -300,13 +316,15 @@ __global__ void scale_shift_kernel(int64_t stats, int64_t channels, const T* mea
 }
 
 // One thread per channel c: the affine gradients (sums over outer, in order) and the grad_x
-// coefficients of each statistic a * C + c:
-//   k1 = w rstd; training adds k2 = -w rstd^3 sum_gx / n, k3 = -w rstd sum_g / n - mean k2.
-// sums holds sum_g then sum_gx (null when not needed); k null when grad_x is not wanted.
+// coefficients of each statistic s = a * C + c: with running statistics k[s] = w rstd; with
+// batch statistics the four arrays of BatchStatsGradOp, from d = sum(x - mean) / n (the exact
+// mean's offset): mean(g) = sum_g / n, d, (sum_gx - d sum_g) rstd^2 / n and w rstd.
+// sums holds sum_g, sum_gx, then sum(x - mean) (null when not needed); k null when grad_x is
+// not wanted.
 template <typename T>
-__global__ void grad_coefficients_kernel(ChannelNormLayout lay, const T* mean, const T* var,
-                                         double eps, const T* weight, const T* sums,
-                                         bool batch_stats, T* grad_weight, T* grad_bias, T* k) {
+__global__ void grad_coefficients_kernel(ChannelNormLayout lay, const T* var, double eps,
+                                         const T* weight, const T* sums, bool batch_stats,
+                                         T* grad_weight, T* grad_bias, T* k) {
     const int64_t C = lay.channels, stats = lay.outer * C;
     const double n = double(lay.length * lay.spatial);
     for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < C;
@@ -321,11 +339,16 @@ __global__ void grad_coefficients_kernel(ChannelNormLayout lay, const T* mean, c
             }
             if (!k) continue;
             const double wr = (weight ? double(weight[c]) : 1.0) * r;
-            const double b2 = batch_stats ? -wr * r * r * double(sums[stats + s]) / n : 0.0;
-            const double b3 = batch_stats ? -wr * double(sums[s]) / n - double(mean[s]) * b2 : 0.0;
-            k[s] = T(wr);
-            k[stats + s] = T(b2);
-            k[2 * stats + s] = T(b3);
+            if (!batch_stats) {
+                k[s] = T(wr);
+                continue;
+            }
+            const double sum_g = double(sums[s]), sum_gx = double(sums[stats + s]);
+            const double d = double(sums[2 * stats + s]) / n;
+            k[s] = T(sum_g / n);
+            k[stats + s] = T(d);
+            k[2 * stats + s] = T((sum_gx - d * sum_g) * r * r / n);
+            k[3 * stats + s] = T(wr);
         }
         if (grad_weight) grad_weight[c] = T(total_w);
         if (grad_bias) grad_bias[c] = T(total_b);
@@ -393,20 +416,31 @@ void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x
     if (stats == 0) return;
     dispatch_floating(x.dtype, "norm backward", [&]<typename T>() {
         const bool need_sums = batch_stats || grad_weight.data || grad_bias.data;
-        Scratch sums(need_sums ? size_t(2 * stats) * sizeof(T) : 0);
-        Scratch coefficients(grad_x.data ? size_t(3 * stats) * sizeof(T) : 0);
+        const bool shifted = batch_stats && grad_x.data;  // needs sum(x - mean) as well
+        Scratch sums(need_sums ? size_t((shifted ? 3 : 2) * stats) * sizeof(T) : 0);
+        Scratch coefficients(grad_x.data ? size_t((batch_stats ? 4 : 1) * stats) * sizeof(T) : 0);
         if (need_sums) {
             GradTerms<T> terms{x.ptr<const T>(), grad_out.ptr<const T>(), mean.ptr<const T>()};
             stat_sums<T>(layout, terms, StoreFinish<T, 2>{sums.as<T>(), stats});
         }
+        if (shifted)
+            stat_sums<T>(layout, DeviationTerm<T>{x.ptr<const T>(), mean.ptr<const T>()},
+                         StoreFinish<T, 1>{sums.as<T>(size_t(2 * stats)), stats});
         grad_coefficients_kernel<T><<<grid_for(layout.channels), 256>>>(
-            layout, mean.ptr<const T>(), var.ptr<const T>(), eps, optional_ptr<T>(weight),
-            sums.as<T>(), batch_stats, grad_weight.data ? grad_weight.ptr<T>() : nullptr,
-            grad_bias.data ? grad_bias.ptr<T>() : nullptr, coefficients.as<T>());
+            layout, var.ptr<const T>(), eps, optional_ptr<T>(weight),
+            need_sums ? sums.as<T>() : nullptr, batch_stats,
+            grad_weight.data ? grad_weight.ptr<T>() : nullptr,
+            grad_bias.data ? grad_bias.ptr<T>() : nullptr,
+            grad_x.data ? coefficients.as<T>() : nullptr);
         LUMEN_CUDA_CHECK_LAUNCH("grad_coefficients_kernel");
         if (!grad_x.data) return;
-        apply<T>(layout, NormGradOp<T>{x.ptr<const T>(), grad_out.ptr<const T>(),
-                                       coefficients.as<T>(), stats, grad_x.ptr<T>()});
+        if (batch_stats)
+            apply<T>(layout, BatchStatsGradOp<T>{x.ptr<const T>(), grad_out.ptr<const T>(),
+                                                 mean.ptr<const T>(), coefficients.as<T>(), stats,
+                                                 grad_x.ptr<T>()});
+        else
+            apply<T>(layout, ScaleShiftOp<T>{grad_out.ptr<const T>(), coefficients.as<T>(),
+                                             nullptr, grad_x.ptr<T>()});
     });
 }
 
