@@ -4,7 +4,8 @@
 // the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k tokens (the
 // figures per token show how time grows with L). One JSON object per line (bench/run.sh);
 // entries conv3x3_b8_c64_56, dwconv3x3_b8_c256_56, <op>_64x1024x256, selective_scan_l<L>,
-// fftconv_l<L>. Usage: bench_ops [--threads N] [--repeats R] [--only names]
+// fftconv_l<L>. --device cuda runs them on the GPU.
+// Usage: bench_ops [--threads N] [--repeats R] [--only names] [--device cpu|cuda]
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,7 +18,8 @@ using namespace lumen::bench;
 
 namespace {
 
-Tensor leaf(Tensor t) { return t.requires_grad_(); }
+// An input of the run's device that gradients flow to.
+Tensor leaf(const Tensor& t) { return t.to(run_device()).requires_grad_(); }
 
 void bench_conv(const Options& options) {
     int repeats = options.repeats;
@@ -98,8 +100,8 @@ void bench_long(const Options& options) {
 int main(int argc, char** argv) {
     Options options = parse_options(argc, argv);
     if (options.threads > 0) set_num_threads(options.threads);
-    std::printf("# lumen bench_ops, %d threads, median of %d repeats\n", get_num_threads(),
-                options.repeats);
+    std::printf("# lumen bench_ops on %s, %d threads, median of %d repeats\n",
+                options.device.str().c_str(), get_num_threads(), options.repeats);
     bench_conv(options);
     bench_rowwise(options);
     bench_long(options);

@@ -2,7 +2,8 @@
 // Fig. 2, one training step of the seed-001 ViT vs resolution 224..2048 (sfree_<attn>_r<R>);
 // (b) context-length Table 2, forward + backward of the ViT-Small backbone vs patch 32..4
 // with attention, Hyena or MambaVision (ctx_<mixer>_p<p>). Depth and image size are reduced
-// (kSfree, kContext; docs/benchmarks.md). Usage: bench_scaling [--only ctx_attn_p32,...] [--list]
+// (kSfree, kContext; docs/benchmarks.md). --device cuda runs them on the GPU.
+// Usage: bench_scaling [--only ctx_attn_p32,...] [--list] [--device cpu|cuda]
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -51,10 +52,12 @@ void measure(const std::string& name, double need_gb, const std::function<void()
         report_skip(name + "_mem", "MB peak", why);
         return;
     }
-    FirstRun first = first_run(step);
-    double s = timed_median(step, first.seconds, options.repeats);
-    report(name, "ms", s * 1e3, s);
-    report_memory(name, first);
+    run_or_skip(name, [&] {
+        FirstRun first = first_run(step);
+        double s = timed_median(step, first.seconds, options.repeats);
+        report(name, "ms", s * 1e3, s);
+        report_memory(name, first);
+    });
 }
 
 void run_sfree(const std::string& attn, int64_t resolution, const Options& options) {
@@ -70,9 +73,10 @@ void run_sfree(const std::string& attn, int64_t resolution, const Options& optio
     config.patch_size = {c.patch, c.patch};
     manual_seed(0);
     auto model = std::make_shared<models::SfreeViT>(config);
+    model->to(options.device);
     train::AdamW optimizer(model->parameters(), 1e-4);
-    Tensor image = randn({1, 3, resolution, resolution});
-    Tensor label = zeros({1}, DType::int64);
+    Tensor image = randn({1, 3, resolution, resolution}).to(options.device);
+    Tensor label = zeros({1}, DType::int64).to(options.device);
     auto step = [&] {
         optimizer.zero_grad();
         cross_entropy(model->forward(image), label).backward();
@@ -95,9 +99,10 @@ void run_context(const std::string& mixer, int64_t patch, const Options& options
     config.mixer.mixer = mixer;
     manual_seed(0);
     auto model = std::make_shared<models::ContextViT>(config);
-    Tensor image = randn({1, 1, c.image, c.image});
+    model->to(options.device);
+    Tensor image = randn({1, 1, c.image, c.image}).to(options.device);
     int64_t tokens = (c.image / patch) * (c.image / patch);
-    Tensor grad = randn({1, tokens, c.hidden});
+    Tensor grad = randn({1, tokens, c.hidden}).to(options.device);
     auto step = [&] {
         model->zero_grad();
         model->forward(image).backward(grad);

@@ -2,7 +2,9 @@
 // input: ViT and DGViT, D 256, 8 layers, 8 heads, patch 4 on 28x28x1 (50 tokens), batch 128,
 // dropout 0.05, cross-entropy, AdamW. bench/torch_train.py times the same models in PyTorch
 // (shared/oracle/ref_diff.py). One step = zero_grad, forward, loss, backward, optimizer step.
+// --device cuda trains on the GPU.
 // Usage: bench_train [--threads N] [--repeats R] [--only vit_train_step,...] [--list]
+//                    [--device cpu|cuda]
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,13 +26,15 @@ int64_t env_int(const char* name, int64_t fallback) {
     return value ? std::atoll(value) : fallback;
 }
 
-void time_model(const std::string& name, models::ViTConfig config, int64_t batch, int repeats) {
+void time_model(const std::string& name, models::ViTConfig config, int64_t batch, int repeats,
+                Device device) {
     manual_seed(0);
     models::ViT model(config);
     model.train();
+    model.to(device);
     train::AdamW optimizer(model.parameters(), 3e-4, {}, 0.01);
-    Tensor images = randn({batch, 1, 28, 28});
-    Tensor labels = randint(0, 10, {batch});
+    Tensor images = randn({batch, 1, 28, 28}).to(device);
+    Tensor labels = randint(0, 10, {batch}).to(device);
     auto step = [&] {
         optimizer.zero_grad();
         Tensor loss = cross_entropy(model.forward(images), labels);
@@ -57,9 +61,10 @@ int main(int argc, char** argv) {
     std::printf("# lumen train step, %d threads, median of %d repeats\n", get_num_threads(),
                 repeats);
     if (bench::selected(options, "vit_train_step"))
-        time_model("vit_train_step", models::vit_config(10, {28, 28}, 1, 0.05), batch, repeats);
+        time_model("vit_train_step", models::vit_config(10, {28, 28}, 1, 0.05), batch, repeats,
+                   options.device);
     if (bench::selected(options, "dgvit_train_step"))
         time_model("dgvit_train_step", models::dgvit_config(10, {28, 28}, 1, 4.0, 0.05, 2), batch,
-                   repeats);
+                   repeats, options.device);
     return 0;
 }

@@ -1,8 +1,9 @@
 // Timing and reporting shared by the bench_* executables: every figure is the median of
 // several timed repeats after untimed warm-ups, printed as one JSON object per line in the
 // format bench/run.sh pairs with the PyTorch scripts (bench/torch_util.py prints the same);
-// workload selection (--only, --list) and peak memory (process RSS, CPU allocator). Also the
-// pieces every bench_cuda_* repeats: GPU timing, the no-GPU exit, the CPU check.
+// workload selection (--only, --list), the device (--device cpu|cuda: every timed run waits for
+// the GPU) and peak memory (process RSS and the CPU allocator; on CUDA the caching allocator).
+// Also the pieces every bench_cuda_* repeats: GPU timing, the no-GPU exit, the CPU check.
 #pragma once
 
 #include <algorithm>
@@ -19,15 +20,30 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/error.h"
 #include "core/storage.h"
 #include "core/tensor.h"
 #include "ops/random.h"
 
 namespace lumen::bench {
 
+// The device the workloads run on (--device; set by parse_options).
+inline Device& run_device() {
+    static Device device = Device::cpu();
+    return device;
+}
+
+// Waits for the GPU when the workloads run on one: kernels are asynchronous, so a timed run
+// starts after the work queued before it and ends when its own work has finished.
+inline void sync_device() {
+    if (run_device().is_cuda()) cuda_synchronize();
+}
+
 inline double seconds_of(const std::function<void()>& body) {
+    sync_device();
     auto start = std::chrono::steady_clock::now();
     body();
+    sync_device();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -52,9 +68,11 @@ struct Options {
     int repeats = 7;
     std::vector<std::string> only;  // --only a,b: run only the workloads these name
     bool list = false;              // --list: print the workload names and exit
+    Device device = Device::cpu();  // --device cpu|cuda|cuda:i
 };
 
-// Reads --threads N, --repeats R, --only name1,name2 and --list; ignores anything else.
+// Reads --threads N, --repeats R, --only name1,name2, --list and --device D; ignores anything
+// else. Asking for CUDA where there is none ends the process with a message (exit status 1).
 inline Options parse_options(int argc, char** argv) {
     Options options;
     for (int i = 1; i < argc; ++i) {
@@ -64,6 +82,16 @@ inline Options parse_options(int argc, char** argv) {
         if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
         if (std::strcmp(argv[i], "--repeats") == 0)
             options.repeats = std::max(1, std::atoi(argv[i + 1]));
+        if (std::strcmp(argv[i], "--device") == 0) {
+            options.device = Device::parse(argv[i + 1]);
+            if (options.device.is_cuda() && options.device.index >= cuda_device_count()) {
+                std::fprintf(stderr, "%s: --device %s, but %s\n", argv[0], argv[i + 1],
+                             cuda_built() ? "no such CUDA device is visible"
+                                          : "lumen was built without CUDA (LUMEN_CUDA=OFF)");
+                std::exit(1);
+            }
+            run_device() = options.device;
+        }
         if (std::strcmp(argv[i], "--only") != 0) continue;
         std::string names = argv[i + 1];
         for (size_t start = 0; start < names.size();) {
@@ -126,12 +154,23 @@ inline void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 // The first run of a workload in a fresh process: its time, the growth of the process's peak
 // RSS over the RSS before it (the same measure as torch_util.first_run), and the CPU
-// allocator's peak of live tensor bytes over those allocated before it.
+// allocator's peak of live tensor bytes over those allocated before it. On CUDA both figures
+// are the caching allocator's peak of live bytes over those before (the measure of PyTorch's
+// max_memory_allocated), as host RSS says nothing about the GPU.
 struct FirstRun {
     double seconds, rss_mb, allocator_mb;
 };
 
 inline FirstRun first_run(const std::function<void()>& body) {
+    if (run_device().is_cuda()) {
+        const int index = run_device().index;
+        sync_device();
+        cuda::reset_peak_memory_stats(index);
+        size_t before = cuda::memory_stats(index).allocated;
+        double seconds = seconds_of(body);
+        double peak = double(cuda::memory_stats(index).peak_allocated - before) / (1 << 20);
+        return {seconds, peak, peak};
+    }
     reset_peak_rss();
     double rss_before = proc_status_mb("VmRSS");
     cpu_reset_peak_memory_stats();
@@ -141,7 +180,8 @@ inline FirstRun first_run(const std::function<void()>& body) {
     return {seconds, proc_status_mb("VmHWM") - rss_before, allocator};
 }
 
-// The memory entry of a workload: "<name>_mem", RSS growth as the value, allocator beside it.
+// The memory entry of a workload: "<name>_mem", RSS growth (CUDA: allocator peak) as the
+// value, the allocator's peak beside it.
 inline void report_memory(const std::string& name, const FirstRun& first) {
     std::printf(
         "{\"name\": \"%s_mem\", \"unit\": \"MB peak\", \"value\": %.1f, \"ms\": 0, "
@@ -164,6 +204,22 @@ inline void report_skip(const std::string& name, const char* unit, const std::st
 inline double memory_limit_gb() {
     const char* value = std::getenv("BENCH_MEMORY_LIMIT_GB");
     return value ? std::atof(value) : 8.0;
+}
+
+// Runs the workload `name` (timed in ms, with a "<name>_mem" entry); when the device runs out of
+// memory (the CUDA allocator throws, naming the request), reports both entries as skipped with
+// that reason instead of ending the process, as torch_util.run_or_skip does for PyTorch.
+// Other errors propagate.
+inline void run_or_skip(const std::string& name, const std::function<void()>& body) {
+    try {
+        body();
+    } catch (const Error& error) {
+        std::string what = error.what();
+        if (what.find("out of memory") == std::string::npos) throw;
+        report_skip(name, "ms", "ran out of memory");
+        report_skip(name + "_mem", "MB peak", "ran out of memory");
+        std::fprintf(stderr, "%s: %s\n", name.c_str(), what.c_str());
+    }
 }
 
 // ---- autograd and GPU workloads ----

@@ -137,9 +137,9 @@ def skipped(groups):
     return notes[:8]
 
 
-def attention_plots(results, out):
+def attention_plots(results, out, memory_label):
     for kind, suffix, ylabel in (("time", "", "ms per forward + backward"),
-                                 ("memory", "_mem", "MB peak (RSS growth)")):
+                                 ("memory", "_mem", "MB peak " + memory_label)):
         groups = collect(results, r"attn_(?P<group>.+)_n(?P<x>\d+)" + suffix)
         if not groups:
             continue
@@ -155,7 +155,7 @@ def attention_plots(results, out):
         figure(os.path.join(out, f"bench_attention_{kind}.svg"), panels, legend, skipped(groups))
 
 
-def study_plot(results, out, prefix, name, xlabel, to_x, xticks, titles):
+def study_plot(results, out, prefix, name, xlabel, to_x, xticks, titles, memory_label):
     """Time and memory panels of one scaling study; titles: (time title, its y label)."""
     time = collect(results, prefix + r"(?P<group>[a-z]+)_[rp](?P<x>\d+)")
     memory = collect(results, prefix + r"(?P<group>[a-z]+)_[rp](?P<x>\d+)_mem")
@@ -163,7 +163,7 @@ def study_plot(results, out, prefix, name, xlabel, to_x, xticks, titles):
         return
     colors = dict(zip(time, COLORS))
     panels = []
-    for groups, (title, ylabel) in ((time, titles), (memory, ("peak memory", "MB (RSS growth)"))):
+    for groups, (title, ylabel) in ((time, titles), (memory, ("peak memory", "MB " + memory_label))):
         series = []
         for g, rows in groups.items():
             series.append((g, colors[g], False, points(rows, "lumen", to_x)))
@@ -176,20 +176,23 @@ def study_plot(results, out, prefix, name, xlabel, to_x, xticks, titles):
 
 def main():
     results_path, out = sys.argv[1:3]
-    results = json.load(open(results_path))["results"]
+    run = json.load(open(results_path))
+    results = run["results"]
+    # On a GPU the memory figures are allocator peaks (lumen's, PyTorch's max_memory_allocated).
+    memory_label = "(RSS growth)" if run.get("device", "cpu") == "cpu" else "(GPU allocator)"
     os.makedirs(out, exist_ok=True)
-    attention_plots(results, out)
+    attention_plots(results, out, memory_label)
     # The studies' settings (bench_scaling.cpp): resolutions at patch 16; patches on 512².
     resolutions = [224, 512, 1024, 2048]
     study_plot(results, out, "sfree_", "bench_sfree_scaling.svg",
                "input resolution (patch 16, batch 1)", lambda r: r,
                [(r, f"{r}²") for r in resolutions],
-               ("softmax-free ViT: training step", "ms per step"))
+               ("softmax-free ViT: training step", "ms per step"), memory_label)
     patches = [32, 16, 8, 4]
     study_plot(results, out, "ctx_", "bench_context_scaling.svg",
                "patch size (512² image, batch 1): tokens", lambda p: (512 // p) ** 2,
                [((512 // p) ** 2, f"p{p}: {(512 // p) ** 2}") for p in patches],
-               ("context ViT: forward + backward", "ms"))
+               ("context ViT: forward + backward", "ms"), memory_label)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,19 @@
 # and scaling workloads run one per process (fresh peak memory), each under WORKLOAD_TIMEOUT.
 #
 # Usage: bash bench/run.sh [--quick] [--suites "core ops ..."] [--only NAMES] [--out DIR]
+#                          [--device cuda]
 #   --quick   sgemm_1024, attn_mhsa_n1024 and vit_train_step only, 3 repeats (results
 #             <machine>-<date>-quick)
 #   --only    workloads by name or prefix, e.g. attn_mhsa,sgemm_1024 (results ...-partial)
+#   --device cuda  the same workloads on the GPU against PyTorch 2.x on CUDA (python3 from PATH),
+#             plus the CUDA kernel suites of issue 4 (bench_cuda*); lumen built with CUDA in
+#             build-bench-cuda; memory = allocator peaks (lumen's caching allocator, PyTorch's
+#             max_memory_allocated); results <machine>-<date>-cuda, plots in docs/cuda/.
 # Environment: THREADS (all cores), ROUNDS (1: alternations, the best median kept), REPEATS (7),
-#   WORKLOAD_TIMEOUT (600 s), BENCH_MEMORY_LIMIT_GB (8), PYTHON (/usr/bin/python3), MACHINE
-#   (hostname), BUILD_DIR (build-bench). docs/benchmarks.md explains how to read the results.
+#   WORKLOAD_TIMEOUT (600 s), BENCH_MEMORY_LIMIT_GB (8; on CUDA 90% of the GPU's memory), PYTHON
+#   (/usr/bin/python3; on CUDA python3), MACHINE (hostname), BUILD_DIR (build-bench, or
+#   build-bench-cuda), BENCH_WORK (a folder that keeps the raw results across runs, see below).
+#   docs/benchmarks.md explains how to read the results.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,24 +26,40 @@ quick=0
 suites=""
 names=""
 out=$root/bench/results
+device=cpu
 while [[ $# -gt 0 ]]; do
     case $1 in
         --quick) quick=1 ;;
+        --device) device=$2; shift ;;
         --suites) suites=$2; shift ;;
         --only) names=$2; shift ;;
         --out) out=$2; shift ;;
-        -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
     shift
 done
 
-build=${BUILD_DIR:-$root/build-bench}
+case $device in
+    cpu) cuda=OFF; build=${BUILD_DIR:-$root/build-bench}; python=${PYTHON:-/usr/bin/python3} ;;
+    cuda | cuda:*)
+        cuda=ON
+        build=${BUILD_DIR:-$root/build-bench-cuda}
+        python=${PYTHON:-python3}
+        if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+            echo "run.sh: --device $device, but no NVIDIA GPU is visible (nvidia-smi -L failed)" >&2
+            exit 1
+        fi
+        gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+        export BENCH_MEMORY_LIMIT_GB=${BENCH_MEMORY_LIMIT_GB:-$((gpu_mib * 9 / 10 / 1000))}
+        export BENCH_GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) ;;
+    *) echo "run.sh: --device '$device': expected cpu or cuda[:i]" >&2; exit 2 ;;
+esac
+export BENCH_DEVICE=$device
 threads=${THREADS:-$(nproc)}
 rounds=${ROUNDS:-1}
 repeats=${REPEATS:-7}
 timeout_s=${WORKLOAD_TIMEOUT:-600}
-python=${PYTHON:-/usr/bin/python3}
 # Sleeping instead of spinning OpenMP threads: on a busy machine spinning slows small ops down a
 # lot; on a quiet one both perform alike (README, "Performance").
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -45,6 +68,13 @@ start=$SECONDS
 
 # ---- what to run: suites, and the workloads of each in --quick mode ----
 suites=${suites:-core ops attention train scaling}
+# On a GPU, issue 4's kernel suites too: bench_cuda*.cpp beside their torch_cuda*.py twins.
+if [[ $cuda == ON && $quick == 0 && -z $names && $suites == "core ops attention train scaling" ]]; then
+    for source in "$root"/bench/bench_cuda*.cpp; do
+        name=$(basename "$source" .cpp)
+        suites+=" ${name#bench_}"
+    done
+fi
 declare -A only=()
 if [[ $quick == 1 ]]; then
     suites="core attention train"
@@ -59,17 +89,34 @@ for suite in $suites; do
 done
 
 # ---- dependencies (idempotent) and build (a no-op when up to date) ----
-bash "$root/scripts/setup.sh" --bench
+cmake_args=()
+if [[ $cuda == OFF ]]; then
+    bash "$root/scripts/setup.sh" --bench
+else
+    # Debian's python3-torch has no CUDA: the GPU side is the PyTorch 2.x of the machine. GPU
+    # machines may have no network: the build packages are installed if possible, else the
+    # header-only ones may come in .devdeps/ (scripts/gpu-deps.sh).
+    bash "$root/scripts/setup.sh" || echo "run.sh: setup.sh failed; building with what is here" >&2
+    [[ -d $root/.devdeps/usr ]] && cmake_args+=(-DCMAKE_PREFIX_PATH="$root/.devdeps/usr")
+fi
 # Configured every time: a bench_*.cpp added since the last run is a new target, which the
 # build step alone would not know yet (its glob is re-read only while building).
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=OFF \
-    -DLUMEN_BUILD_TESTS=OFF >/dev/null
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=$cuda \
+    -DLUMEN_BUILD_TESTS=OFF "${cmake_args[@]}" >/dev/null
 targets=()
 for suite in "${present[@]}"; do targets+=("bench_$suite"); done
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# BENCH_WORK keeps the raw JSON lines of both sides in a folder across invocations (each
+# summary then covers everything collected so far), so that a long run can be cut into
+# several shorter ones, e.g. one per suite where a command may only run for 10 minutes.
+if [[ -n ${BENCH_WORK:-} ]]; then
+    work=$BENCH_WORK
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 
 # run_side SIDE SUITE [--only NAMES]: one process of one side; its JSON lines go to SIDE.jsonl.
 # A workload process that times out or fails is recorded as skipped, with the reason.
@@ -78,8 +125,8 @@ run_side() {
     shift 2
     if [[ $side == lumen ]]; then command=("$build/bench/bench_$suite")
     else command=("$python" "$root/bench/torch_$suite.py"); fi
-    timeout "$timeout_s" "${command[@]}" --threads "$threads" --repeats "$repeats" "$@" \
-        >"$work/out" || status=$?
+    timeout "$timeout_s" "${command[@]}" --threads "$threads" --repeats "$repeats" \
+        --device "$device" "$@" >"$work/out" || status=$?
     grep '^{' "$work/out" >>"$work/$side.jsonl" || true
     [[ $status != 0 ]] && echo "run.sh: $side $suite $*: exit status $status" >&2
     if [[ $status != 0 && $# == 2 ]]; then
@@ -117,11 +164,14 @@ done
 # ---- summary and plots ----
 mkdir -p "$out"
 stem="$out/${MACHINE:-$(hostname)}-$(date +%Y-%m-%d)"
+[[ $cuda == ON ]] && stem+="-cuda"
 [[ $quick == 1 ]] && stem+="-quick"
 [[ $quick == 0 && -n $names ]] && stem+="-partial"
-touch "$work/torch.jsonl"
+touch "$work/lumen.jsonl" "$work/torch.jsonl"
 "$python" "$root/bench/summarize.py" "$work/lumen.jsonl" "$work/torch.jsonl" "$stem" \
     "$threads" "$((SECONDS - start))"
 if [[ $quick == 0 && -z $names ]]; then
-    "$python" "$root/bench/plot.py" "$stem.json" "$root/docs"
+    plots=$root/docs
+    [[ $cuda == ON ]] && plots+=/cuda
+    "$python" "$root/bench/plot.py" "$stem.json" "$plots"
 fi

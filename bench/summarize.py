@@ -1,6 +1,7 @@
 """Pairs the JSON lines of lumen and PyTorch that bench/run.sh collected into <stem>.json
-({machine, date, threads, pytorch_version, results: [{name, unit, lumen, pytorch, speedup}]},
-plus wall time and load average) and <stem>.md. speedup = PyTorch time / lumen time; for memory
+({machine, date, threads, pytorch_version, device, results: [{name, unit, lumen, pytorch,
+speedup}]}, plus wall time and load average) and <stem>.md. BENCH_DEVICE (cpu or cuda[:i])
+and BENCH_GPU (its name) come from run.sh. speedup = PyTorch time / lumen time; for memory
 ("MB peak") PyTorch MB / lumen MB: > 1 is better for lumen.
 Usage: summarize.py lumen.jsonl torch.jsonl STEM THREADS WALL_SECONDS"""
 import datetime
@@ -82,6 +83,12 @@ NOTE = ("speedup = PyTorch time / lumen time (> 1: lumen is faster); for \"MB pe
         "PyTorch MB / lumen MB (> 1: lumen needs less). Times are medians over repeats after "
         "warm-up (the best over rounds); MB peak = growth of the process's peak RSS during the "
         "first forward + backward in a fresh process, the lumen allocator's peak beside it.")
+NOTE_CUDA = ("speedup = PyTorch time / lumen time (> 1: lumen is faster); for \"MB peak\" "
+             "entries PyTorch MB / lumen MB (> 1: lumen needs less). Times are medians over "
+             "repeats after warm-up, each run waiting for the GPU (the best over rounds); "
+             "MB peak = the GPU allocator's peak of live bytes during the first forward + "
+             "backward in a fresh process over those allocated before it (lumen's caching "
+             "allocator; PyTorch's max_memory_allocated). FP32 on both sides (TF32 off).")
 
 
 def table(results):
@@ -134,7 +141,7 @@ def context_table(results):
     return lines if patches else []
 
 
-def markdown(results, title):
+def markdown(results, title, note=NOTE):
     lines = [title, ""]
     headline = [r for name in HEADLINE for r in results if r["name"] == name]
     if headline:
@@ -144,7 +151,7 @@ def markdown(results, title):
     if context:
         lines += ["## Context-length paper, Table 2: attention time / mixer time (> 1: the mixer "
                   "is faster)", ""] + context + [""]
-    lines += ["## All results", ""] + table(results) + ["", NOTE]
+    lines += ["## All results", ""] + table(results) + ["", note]
     return "\n".join(lines) + "\n"
 
 
@@ -157,7 +164,10 @@ def main():
     torch_version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
     host = os.environ.get("MACHINE") or socket.gethostname()
+    device = os.environ.get("BENCH_DEVICE", "cpu")
     machine = f"{host}: {cpu_model()}, {os.cpu_count()} cores"
+    if device != "cpu":
+        machine += f", {os.environ.get('BENCH_GPU', 'GPU')} ({device})"
     date = datetime.date.today().isoformat()
     results = [entry(name, row, torch_rows.get(name)) for name, row in lumen.items()]
     before = os.environ.get("BENCH_LOAD_BEFORE", "?")
@@ -165,12 +175,12 @@ def main():
              f"Wall time {int(wall) / 60:.1f} min. Load average (1, 5, 15 min) before the run "
              f"{before}, at its end {' '.join(map(str, loadavg))}; the run itself adds about "
              f"{threads}.")
-    text = markdown(results, title)
+    text = markdown(results, title, NOTE if device == "cpu" else NOTE_CUDA)
     print(text)
     open(stem + ".md", "w").write(text)
     with open(stem + ".json", "w") as f:
         json.dump({"machine": machine, "date": date, "threads": int(threads),
-                   "pytorch_version": torch_version, "wall_seconds": int(wall),
+                   "pytorch_version": torch_version, "device": device, "wall_seconds": int(wall),
                    "load_before": before, "load_after": loadavg, "results": results}, f,
                   indent=1)
     print(f"wrote {stem}.md and {stem}.json", file=sys.stderr)

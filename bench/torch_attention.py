@@ -6,29 +6,21 @@ tokens (attn_<variant>_n<N>, ms), and the peak RSS growth of the first forward +
 lives outside the repository: LUMEN_ORACLE (default ../shared/oracle beside the checkout) points
 to it. ref_context's MambaVisionMixer scans with a Python loop over the tokens (the official
 selective-scan kernel is CUDA-only), so its timings are the reference's, not a tuned CPU Mamba's;
-it runs up to 4096 tokens (PYTHON_SCAN_MAX_TOKENS) and is skipped beyond, with that reason.
+it runs up to 4096 tokens on the CPU (16384 on a GPU; python_scan_max_tokens) and is skipped
+beyond, with that reason. --device cuda runs everything on the GPU (memory: PyTorch's
+max_memory_allocated).
 Usage: python3 bench/torch_attention.py [--threads N] [--repeats R] [--only attn_mhsa_n196,...]
-[--list]"""
+[--list] [--device cpu|cuda]"""
 import math
-import os
-import sys
 
-from torch_util import (PYTHON_SCAN_MAX_TOKENS, SLOW_SCAN, first_run, memory_limit_gb,
-                        parse_args, report, report_memory, report_skip, selected, timed_median)
+from torch_util import (SLOW_SCAN, first_run, import_references, memory_limit_gb, parse_args,
+                        python_scan_max_tokens, report, report_memory, report_skip, run_or_skip,
+                        selected, start_device, timed_median)
 
 args = parse_args(__doc__)
-import torch  # noqa: E402  (after parse_args fixed the thread count)
-
-here = os.path.dirname(os.path.abspath(__file__))
-oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
-if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
-    print(f"# torch_attention: no reference modules at {oracle} (set LUMEN_ORACLE)")
-    sys.exit(0)
-sys.path.insert(0, oracle)
-import ref_context  # noqa: E402
-import ref_diff  # noqa: E402
-import ref_gdla  # noqa: E402
-import ref_sfree_utnet as ref_su  # noqa: E402
+torch = start_device("torch_attention")  # after parse_args fixed the thread count
+ref_context, ref_diff, ref_gdla, ref_su = import_references(
+    "torch_attention", "ref_context", "ref_diff", "ref_gdla", "ref_sfree_utnet")
 
 torch.set_num_threads(args.threads)
 DIM, HEADS = 256, 8
@@ -126,21 +118,24 @@ def attention_maps_gb(tokens):
 def run_workload(name, tokens):
     key = f"attn_{name}_n{tokens}"
     need_gb = attention_maps_gb(tokens) if name in QUADRATIC else 0
-    why = SLOW_SCAN if name == "mamba" and tokens > PYTHON_SCAN_MAX_TOKENS else None
+    why = SLOW_SCAN if name == "mamba" and tokens > python_scan_max_tokens() else None
     if need_gb > memory_limit_gb():
         why = f"would need >= {need_gb:.0f} GB (3 N x N maps per head)"
     if why:
         report_skip(key, "ms", why)
         report_skip(key + "_mem", "MB peak", why)
         return
-    torch.manual_seed(1)
-    module, shape = build(name, tokens)
-    x = torch.randn(*shape, requires_grad=True)
-    grad = torch.randn(*shape)  # every variant maps its input shape to the same shape
-    first_seconds, rss_mb = first_run(lambda: run(module, x, grad))
-    s = timed_median(lambda: run(module, x, grad), first_seconds, args.repeats)
-    report(key, "ms", s * 1e3, s)
-    report_memory(key, rss_mb)
+    def measure():
+        torch.manual_seed(1)
+        module, shape = build(name, tokens)
+        module.to(args.device)
+        x = torch.randn(*shape).to(args.device).requires_grad_()
+        grad = torch.randn(*shape).to(args.device)  # every variant keeps its input's shape
+        first_seconds, peak_mb = first_run(lambda: run(module, x, grad))
+        s = timed_median(lambda: run(module, x, grad), first_seconds, args.repeats)
+        report(key, "ms", s * 1e3, s)
+        report_memory(key, peak_mb)
+    run_or_skip(key, measure)
 
 
 for name in NAMES:

@@ -1,25 +1,18 @@
 """bench/bench_scaling.cpp's workloads in PyTorch (shared/oracle references, LUMEN_ORACLE):
 ref_sfree_utnet.ViT training step vs resolution (sfree_<attn>_r<R>), ref_context.ViT forward +
 backward vs patch size (ctx_<mixer>_p<p>), at the same reduced depth and image size. The Python
-loop of ref_context's Mamba scan runs up to 4096 tokens only (16384: over 15 min in a trial).
-Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only names] [--list]"""
-import os
-import sys
-
-from torch_util import (PYTHON_SCAN_MAX_TOKENS, SLOW_SCAN, first_run, memory_limit_gb,
-                        parse_args, report, report_memory, report_skip, selected, timed_median)
+loop of ref_context's Mamba scan runs up to 4096 tokens only on the CPU (16384: over 15 min in a
+trial). --device cuda runs them on the GPU.
+Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only names] [--list]
+[--device cpu|cuda]"""
+from torch_util import (SLOW_SCAN, first_run, import_references, memory_limit_gb, parse_args,
+                        python_scan_max_tokens, report, report_memory, report_skip, run_or_skip,
+                        selected, start_device, timed_median)
 
 args = parse_args(__doc__)
-import torch  # noqa: E402  (after parse_args fixed the thread count)
-
-here = os.path.dirname(os.path.abspath(__file__))
-oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
-if not os.path.exists(os.path.join(oracle, "ref_context.py")):
-    print(f"# torch_scaling: no reference modules at {oracle} (set LUMEN_ORACLE)")
-    sys.exit(0)
-sys.path.insert(0, oracle)
-import ref_context  # noqa: E402
-import ref_sfree_utnet  # noqa: E402
+torch = start_device("torch_scaling")  # after parse_args fixed the thread count
+ref_context, ref_sfree_utnet = import_references("torch_scaling", "ref_context",
+                                                 "ref_sfree_utnet")
 
 torch.set_num_threads(args.threads)
 SFREE = dict(depth=1, dim=1024, heads=8, dim_head=64, mlp_dim=1024, patch=16,
@@ -40,10 +33,13 @@ def measure(name, need_gb, step, why=None):
         report_skip(name, "ms", why)
         report_skip(name + "_mem", "MB peak", why)
         return
-    first_seconds, rss_mb = first_run(step)
-    s = timed_median(step, first_seconds, args.repeats)
-    report(name, "ms", s * 1e3, s)
-    report_memory(name, rss_mb)
+
+    def timed():
+        first_seconds, peak_mb = first_run(step)
+        s = timed_median(step, first_seconds, args.repeats)
+        report(name, "ms", s * 1e3, s)
+        report_memory(name, peak_mb)
+    run_or_skip(name, timed)
 
 
 def run_sfree(attn, resolution):
@@ -52,8 +48,10 @@ def run_sfree(attn, resolution):
     model = ref_sfree_utnet.ViT(num_classes=2, dim=c["dim"], depth=c["depth"], heads=c["heads"],
                                 mlp_dim=c["mlp_dim"], attn=attn, dim_head=c["dim_head"],
                                 channels=3, image_size=resolution, patch_size=c["patch"])
+    model.to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    image, label = torch.randn(1, 3, resolution, resolution), torch.zeros(1, dtype=torch.long)
+    image = torch.randn(1, 3, resolution, resolution).to(args.device)
+    label = torch.zeros(1, dtype=torch.long).to(args.device)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
@@ -71,16 +69,17 @@ def run_context(mixer, patch):
     model = ref_context.ViT(1, (c["image"], c["image"]), patch, hidden_size=c["hidden"],
                             mlp_dim=c["mlp_dim"], num_layers=c["depth"], num_heads=c["heads"],
                             mixer=mixer)
-    image = torch.randn(1, 1, c["image"], c["image"])
+    model.to(args.device)
+    image = torch.randn(1, 1, c["image"], c["image"]).to(args.device)
     tokens = (c["image"] // patch) ** 2
-    grad = torch.randn(1, tokens, c["hidden"])
+    grad = torch.randn(1, tokens, c["hidden"]).to(args.device)
 
     def step():
         model.zero_grad(set_to_none=True)
         model(image)[-1].backward(grad)
 
     need_gb = attention_maps_gb(tokens, c["heads"], c["depth"]) if mixer == "attn" else 0
-    slow = mixer == "mamba" and tokens > PYTHON_SCAN_MAX_TOKENS
+    slow = mixer == "mamba" and tokens > python_scan_max_tokens()
     measure(f"ctx_{mixer}_p{patch}", need_gb, step, SLOW_SCAN if slow else None)
 
 

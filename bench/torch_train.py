@@ -1,26 +1,21 @@
 """bench/bench_train.cpp's workload in PyTorch: one training step (zero_grad, forward,
 cross-entropy, backward, AdamW step) of the DGSA paper's Table 3 ViT and DGViT (D 256, 8 layers,
 8 heads, patch 4, dropout 0.05) on 28x28x1 input, batch 128 (BATCH overrides), built from the
-reference modules of shared/oracle/ref_diff.py (LUMEN_ORACLE points to them).
-Usage: python3 bench/torch_train.py [--threads N] [--repeats R] [--only NAMES] [--list]"""
+reference modules of shared/oracle/ref_diff.py (LUMEN_ORACLE points to them). --device cuda
+trains on the GPU.
+Usage: python3 bench/torch_train.py [--threads N] [--repeats R] [--only NAMES] [--list]
+[--device cpu|cuda]"""
 import os
 import sys
 
-from torch_util import median_seconds, parse_args, report, selected
+from torch_util import import_references, median_seconds, parse_args, report, selected, start_device
 
 args = parse_args(__doc__)
 if args.list:
     print("vit_train_step\ndgvit_train_step")
     sys.exit(0)
-import torch  # noqa: E402  (after parse_args fixed the thread count)
-
-here = os.path.dirname(os.path.abspath(__file__))
-oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
-if not os.path.exists(os.path.join(oracle, "ref_diff.py")):
-    print(f"# torch_train: no reference modules at {oracle} (set LUMEN_ORACLE)")
-    sys.exit(0)
-sys.path.insert(0, oracle)
-import ref_diff  # noqa: E402
+torch = start_device("torch_train")  # after parse_args fixed the thread count
+(ref_diff,) = import_references("torch_train", "ref_diff")
 
 torch.set_num_threads(args.threads)
 BATCH = int(os.environ.get("BATCH", "128"))
@@ -30,9 +25,10 @@ REPEATS = min(args.repeats, 5)
 def time_model(name, model):
     torch.manual_seed(0)
     model.train()
+    model.to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
-    images = torch.randn(BATCH, 1, 28, 28)
-    labels = torch.randint(0, 10, (BATCH,))
+    images = torch.randn(BATCH, 1, 28, 28).to(args.device)
+    labels = torch.randint(0, 10, (BATCH,)).to(args.device)
 
     def step():
         optimizer.zero_grad(set_to_none=True)

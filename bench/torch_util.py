@@ -1,13 +1,18 @@
 """Timing and reporting shared by the bench/torch_*.py scripts, in the JSON-lines format of
-bench/bench_util.h, with its workload selection (--only, --list), timing policy and peak memory,
-and the pieces several of them run (GPU timing, forward + backward bodies, the long-sequence
+bench/bench_util.h, with its workload selection (--only, --list), device (--device cpu|cuda:
+every timed run waits for the GPU), timing policy and peak memory, and the pieces several of
+them run (GPU timing, forward + backward bodies, the long-sequence
 references). Import it before torch: parse_args fixes the thread count first; the functions
 that need torch import it when called."""
 import argparse
 import json
 import os
 import statistics
+import sys
 import time
+
+# The device of this run (--device, set by parse_args): "cpu" or "cuda[:i]".
+DEVICE = "cpu"
 
 
 def parse_args(doc):
@@ -17,7 +22,10 @@ def parse_args(doc):
     parser.add_argument("--only", type=lambda names: names.split(","), default=[],
                         help="run only these workloads (a name or a name prefix before '_')")
     parser.add_argument("--list", action="store_true", help="print the workload names and exit")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
     # PyTorch's BLAS (OpenBLAS here) reads its thread count when it loads: set it before import.
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -30,15 +38,58 @@ def selected(args, name):
     return not args.only or any(name == o or name.startswith(o + "_") for o in args.only)
 
 
+def import_references(name, *modules):
+    """The reference modules of shared/oracle (ref_*.py) that `name` runs, imported from
+    LUMEN_ORACLE (default ../shared/oracle beside the checkout); without them the script says
+    so and exits 0 (the lumen side then stands alone)."""
+    import importlib
+    here = os.path.dirname(os.path.abspath(__file__))
+    oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
+    if not all(os.path.exists(os.path.join(oracle, m + ".py")) for m in modules):
+        print(f"# {name}: no reference modules at {oracle} (set LUMEN_ORACLE)")
+        sys.exit(0)
+    sys.path.insert(0, oracle)
+    return [importlib.import_module(m) for m in modules]
+
+
+def on_gpu():
+    return DEVICE.startswith("cuda")
+
+
+def start_device(name):
+    """torch, imported now (after parse_args), checked against --device: asking for CUDA where
+    PyTorch has none ends the process with a message (exit 1), as bench_util.h does. On CUDA,
+    TF32 is off for convolutions too (PyTorch allows it there by default; lumen computes FP32,
+    bench_cuda_blas times TF32 on its own)."""
+    import torch
+    if on_gpu():
+        if not torch.cuda.is_available():
+            sys.exit(f"{name}: --device {DEVICE}, but PyTorch {torch.__version__} sees no CUDA "
+                     "device")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return torch
+
+
+def sync_device():
+    """Waits for the GPU when the workloads run on one (bench_util.h's sync_device)."""
+    if on_gpu():
+        import torch
+        torch.cuda.synchronize()
+
+
+def seconds_of(body):
+    sync_device()
+    start = time.perf_counter()
+    body()
+    sync_device()
+    return time.perf_counter() - start
+
+
 def median_seconds(body, warmup, repeats):
     for _ in range(warmup):
         body()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        body()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median([seconds_of(body) for _ in range(repeats)])
 
 
 def report(name, unit, value, seconds):
@@ -56,11 +107,7 @@ def timed_median(body, first_seconds, repeats):
         repeats = 1
     elif first_seconds > 1:
         repeats = min(repeats, 3)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        body()
-        times.append(time.perf_counter() - start)
+    times = [seconds_of(body) for _ in range(repeats)]
     return sorted(times)[len(times) // 2]
 
 
@@ -77,7 +124,15 @@ def proc_status_mb(field):
 
 def first_run(body):
     """(seconds, peak RSS growth in MiB) of the first run of a workload in a fresh process: the
-    peak is reset to the current RSS first (Linux >= 4.0: "5" to /proc/self/clear_refs)."""
+    peak is reset to the current RSS first (Linux >= 4.0: "5" to /proc/self/clear_refs). On
+    CUDA the figure is max_memory_allocated over the bytes allocated before instead."""
+    if on_gpu():
+        import torch
+        sync_device()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+        seconds = seconds_of(body)
+        return seconds, (torch.cuda.max_memory_allocated() - before) / 2 ** 20
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -100,9 +155,25 @@ def report_skip(name, unit, why):
           flush=True)
 
 
-# The reference Mamba scans (ref_context.selective_scan, selective_scan below) loop over the
-# tokens in Python: minutes per step beyond this length (16384 tokens: over 15 min in a trial).
-PYTHON_SCAN_MAX_TOKENS = 4096
+def run_or_skip(name, body):
+    """bench_util.h's run_or_skip: runs the workload `name` (ms, with "<name>_mem"); when the
+    GPU runs out of memory, reports both as skipped with that reason instead of failing."""
+    import torch
+    try:
+        body()
+    except getattr(torch.cuda, "OutOfMemoryError", MemoryError) as error:
+        report_skip(name, "ms", "ran out of memory")
+        report_skip(name + "_mem", "MB peak", "ran out of memory")
+        print(f"{name}: {error}", file=sys.stderr)
+
+
+def python_scan_max_tokens():
+    """The reference Mamba scans (ref_context.selective_scan, selective_scan below) loop over
+    the tokens in Python: minutes per CPU step beyond 4096 tokens (16384: over 15 min in a
+    trial); on a GPU each token costs a few kernel launches, so up to 16384 run."""
+    return 16384 if on_gpu() else 4096
+
+
 SLOW_SCAN = "the reference's Python loop over the tokens would take many minutes"
 
 

@@ -2,8 +2,8 @@
 # GPU check, for a machine with an NVIDIA GPU and the CUDA toolkit: builds lumen with
 # LUMEN_CUDA=ON and tests on, runs the whole ctest suite (the CUDA tests run instead of
 # skipping), the CUDA tests once more on their own with their assertion counts, `lumen info`
-# and the GPU benchmarks (every bench_cuda* next to its bench/torch_cuda*.py twin, PYTHON default
-# python3);
+# and the GPU kernel benchmarks (every bench_cuda* next to its bench/torch_cuda*.py twin through
+# bench/run.sh --device cuda, PYTHON default python3);
 # writes everything to bench/results/gpu-<hostname>-<date>.log and exits
 # non-zero on any failure.
 # The build's dependencies (Eigen, nlohmann-json, Catch2, zlib) must be installed
@@ -42,14 +42,17 @@ set +e
     ctest --test-dir "$build_dir" --output-on-failure || status=1
     echo "## check-vectors --device cuda"
     "$build_dir/lumen" check-vectors tests/data/oracle --device cuda | tail -40 || status=1
-    echo "## GPU benchmarks: lumen, then PyTorch (${PYTHON:-python3}) in the same run"
-    # Every bench/bench_cuda*.cpp beside its bench/torch_cuda*.py twin.
+    echo "## GPU kernel benchmarks (issue 4) through bench/run.sh: lumen, then PyTorch (${PYTHON:-python3})"
+    # Every bench/bench_cuda*.cpp beside its bench/torch_cuda*.py twin, summarized in
+    # bench/results/<host>-kernels-<date>-cuda.{json,md}. The whole of issue 8 on the GPU is
+    # `bash bench/run.sh --device cuda` (docs/benchmarks.md).
+    suites=""
     for source in bench/bench_cuda*.cpp; do
         name=$(basename "$source" .cpp)
-        "$build_dir/bench/$name" --repeats 20 || status=1
-        twin="bench/torch_${name#bench_}.py"
-        [ -f "$twin" ] && { "${PYTHON:-python3}" "$twin" --repeats 20 || echo "(PyTorch with CUDA not available)"; }
+        suites+="${name#bench_} "
     done
+    MACHINE="$(hostname)-kernels" BUILD_DIR="$build_dir" REPEATS=20 \
+        bash bench/run.sh --device cuda --suites "$suites" || status=1
     echo "gpu-check.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
     exit $status
 } 2>&1 | tee "$log"
