@@ -40,11 +40,14 @@ def selected(args, name):
 
 def import_references(name, *modules):
     """The reference modules of shared/oracle (ref_*.py) that `name` runs, imported from
-    LUMEN_ORACLE (default ../shared/oracle beside the checkout); without them the script says
-    so and exits 0 (the lumen side then stands alone)."""
+    LUMEN_ORACLE (default ../shared/oracle beside the checkout, else the copy that
+    scripts/gpu-deps.sh leaves in .devdeps/oracle); without them the script says so and exits 0
+    (the lumen side then stands alone)."""
     import importlib
-    here = os.path.dirname(os.path.abspath(__file__))
-    oracle = os.environ.get("LUMEN_ORACLE", os.path.join(here, "..", "..", "shared", "oracle"))
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    oracle = os.environ.get("LUMEN_ORACLE", os.path.join(root, "..", "shared", "oracle"))
+    if "LUMEN_ORACLE" not in os.environ and not os.path.isdir(oracle):
+        oracle = os.path.join(root, ".devdeps", "oracle")
     if not all(os.path.exists(os.path.join(oracle, m + ".py")) for m in modules):
         print(f"# {name}: no reference modules at {oracle} (set LUMEN_ORACLE)")
         sys.exit(0)
