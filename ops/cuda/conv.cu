@@ -202,7 +202,9 @@ template <typename T>
 void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const ConvShape& s) {
     Plan p = make_plan(s, sizeof(T));
     int64_t in_size = s.input_size();
-    if (p.out_group == 0) {  // no output channels: nothing flows back
+    // No output channels, or no output positions (a transposed convolution of an input with
+    // an empty spatial dim): nothing flows back, and the chunk loop below would not run.
+    if (p.out_group == 0 || p.columns == 0) {
         size_t bytes = size_t(s.batch * s.in_channels * in_size) * sizeof(T);
         LUMEN_CUDA_CHECK(cudaMemsetAsync(grad_x, 0, bytes, 0));
         return;
