@@ -286,6 +286,9 @@ Tensor conv_transpose_nd(const char* op, int nd, const Tensor& input, const Tens
     for (int d = 0; d < nd; ++d) {
         int e = 3 - nd + d;
         int64_t size = x.size(2 + d), k = weight.size(2 + d);
+        // As PyTorch: only the batch or the channels may be empty.
+        LUMEN_CHECK(size > 0, op, "input has an empty spatial dim ", d, " (input shape ",
+                    input.shape(), "); only zero batch or zero channel inputs are supported");
         LUMEN_CHECK(output_padding[d] < stride[d] || output_padding[d] < dilation[d], op,
                     "output_padding ", output_padding_arg, " must be smaller than either stride ",
                     stride_arg, " or dilation ", dilation_arg);

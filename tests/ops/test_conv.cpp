@@ -345,6 +345,10 @@ TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]
     require_error([&] { conv2d(x, w, random_input({5})); }, {"[conv2d]", "bias", "(6)"});
     require_error([&] { conv2d(x, w.to(DType::float32)); }, {"[conv2d]", "dtype"});
     require_error([&] { conv2d(x, w, Tensor(), {1}, {0}, {1}, 0); }, {"[conv2d]", "groups"});
+    // As PyTorch: only the batch or the channels may be empty (a transposed convolution of an
+    // empty spatial dim would still have an output of the kernel's extent).
+    require_error([&] { conv_transpose2d(zeros({1, 2, 0, 3}, DType::float64), random_input({2, 3, 3, 3})); },
+                  {"[conv_transpose2d]", "empty spatial dim 0", "[1, 2, 0, 3]"});
     require_error(
         [&] {
             conv_transpose2d(x, random_input({3, 2, 3, 3}));
