@@ -125,7 +125,8 @@ void unary_typed(UnaryOp op, const UnaryParams& p, const StridedView& x, const S
         case UnaryOp::abs: return map_unary<T, T>(x, y, [](T v) { return v < 0 ? T(-v) : v; });
         case UnaryOp::sign: return map_unary<T, T>(x, y, [](T v) { return T((v > 0) - (v < 0)); });
         case UnaryOp::square: return map_unary<T, T>(x, y, [](T v) { return T(v * v); });
-        case UnaryOp::relu: return map_unary<T, T>(x, y, [](T v) { return v > 0 ? v : T(0); });
+        // NaN and -0 pass through, as PyTorch's relu (clamp_min(0)).
+        case UnaryOp::relu: return map_unary<T, T>(x, y, [](T v) { return v < 0 ? T(0) : v; });
         case UnaryOp::clamp:
         case UnaryOp::hardtanh: {
             // NaN propagates, as in PyTorch: comparisons with NaN are false.
@@ -220,7 +221,8 @@ void unary_backward_typed(UnaryOp op, const UnaryParams& p, const StridedView& s
             return map_backward<T>(s, g, out, [](T go, T y) { return go * (T(1) - y * y); });
         case UnaryOp::sigmoid:  // y (1 - y)
             return map_backward<T>(s, g, out, [](T go, T y) { return go * y * (T(1) - y); });
-        case UnaryOp::relu: return map_backward<T>(s, g, out, [](T go, T y) { return y > 0 ? go : T(0); });
+        // PyTorch's threshold_backward: 0 where the output is <= 0, the gradient elsewhere (NaN).
+        case UnaryOp::relu: return map_backward<T>(s, g, out, [](T go, T y) { return y <= 0 ? T(0) : go; });
         case UnaryOp::gelu:  // Phi(x) + x phi(x)
             return map_backward<T>(s, g, out, [](T go, T x) {
                 T cdf = T(0.5) * (T(1) + erf_of(T(x * T(kSqrt1_2))));
@@ -309,9 +311,9 @@ void binary_typed(BinaryOp op, const StridedView& a, const StridedView& b, const
             return map_binary<T, T>(a, b, out, [](T x, T y) { return T(std::pow(x, y)); });
         // NaN propagates through maximum/minimum as in PyTorch.
         case BinaryOp::maximum:
-            return map_binary<T, T>(a, b, out, [](T x, T y) { return x != x ? x : (x > y || y != y ? x : y); });
+            return map_binary<T, T>(a, b, out, [](T x, T y) { return x != x ? x : (y != y ? y : (x > y ? x : y)); });
         case BinaryOp::minimum:
-            return map_binary<T, T>(a, b, out, [](T x, T y) { return x != x ? x : (x < y || y != y ? x : y); });
+            return map_binary<T, T>(a, b, out, [](T x, T y) { return x != x ? x : (y != y ? y : (x < y ? x : y)); });
         case BinaryOp::eq: return map_binary<bool, T>(a, b, out, [](T x, T y) { return x == y; });
         case BinaryOp::ne: return map_binary<bool, T>(a, b, out, [](T x, T y) { return x != y; });
         case BinaryOp::lt: return map_binary<bool, T>(a, b, out, [](T x, T y) { return x < y; });

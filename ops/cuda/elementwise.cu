@@ -79,7 +79,7 @@ __device__ T unary_value(UnaryOp op, T v, T a, T b) {
         case UnaryOp::abs: return negative(v) ? T(-v) : v;
         case UnaryOp::sign: return T((v > T(0)) - negative(v));
         case UnaryOp::square: return T(v * v);
-        case UnaryOp::relu: return v > 0 ? v : T(0);
+        case UnaryOp::relu: return negative(v) ? T(0) : v;  // NaN and -0 pass through
         case UnaryOp::clamp:
         case UnaryOp::hardtanh: return v < a ? a : (v > b ? b : v);  // NaN propagates
         default: break;
@@ -122,7 +122,7 @@ __device__ T unary_derivative(UnaryOp op, T go, T s, T a, T b) {
         case UnaryOp::cos: return -go * sin(s);
         case UnaryOp::tanh: return go * (T(1) - s * s);
         case UnaryOp::sigmoid: return go * s * (T(1) - s);
-        case UnaryOp::relu: return s > 0 ? go : T(0);
+        case UnaryOp::relu: return s <= 0 ? T(0) : go;  // s is the output
         case UnaryOp::gelu: {
             T cdf = T(0.5) * (T(1) + erf(s * T(kSqrt1_2)));
             T pdf = T(kInvSqrt2Pi) * exp(T(-0.5) * s * s);
@@ -211,8 +211,8 @@ __device__ T binary_value(BinaryOp op, T x, T y) {
                 return pow(x, y);
             else
                 return T(pow(double(x), double(y)));
-        case BinaryOp::maximum: return x != x ? x : (x > y || y != y ? x : y);
-        case BinaryOp::minimum: return x != x ? x : (x < y || y != y ? x : y);
+        case BinaryOp::maximum: return x != x ? x : (y != y ? y : (x > y ? x : y));
+        case BinaryOp::minimum: return x != x ? x : (y != y ? y : (x < y ? x : y));
         default: return T(0);
     }
 }

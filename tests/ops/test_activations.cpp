@@ -53,6 +53,35 @@ TEST_CASE("sign, abs, relu: PyTorch subgradients at 0", "[ops][activations]") {
     CHECK(grad_at([](const Tensor& t) { return relu(t); }, points) == std::vector<double>{0, 0, 1});
 }
 
+TEST_CASE("relu, maximum and minimum propagate NaN as PyTorch", "[ops][activations]") {
+    for (DType dtype : {DType::float32, DType::float64}) {
+        INFO(dtype);
+        // relu(NaN) = NaN, relu(-0) = -0 (clamp_min(0)); its gradient passes where the output
+        // is NaN (threshold_backward: 0 where the output <= 0).
+        Tensor x = tensor({NAN, -0.0, -2.0, 3.0}, {4}, dtype).requires_grad_();
+        Tensor y = relu(x);
+        std::vector<double> got = y.to_vector<double>();
+        CHECK(std::isnan(got[0]));
+        CHECK((got[1] == 0.0 && std::signbit(got[1])));
+        CHECK(got[2] == 0.0);
+        CHECK(got[3] == 3.0);
+        sum(y).backward();
+        CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 0, 0, 1});
+        // A NaN on either side wins, as torch.maximum / torch.minimum.
+        Tensor a = tensor({1.0, NAN, NAN, 2.0}, {4}, dtype);
+        Tensor b = tensor({NAN, 1.0, NAN, -1.0}, {4}, dtype);
+        for (const Tensor& m : {maximum(a, b), minimum(a, b), maximum(b, a), minimum(b, a)}) {
+            std::vector<double> v = m.to_vector<double>();
+            CHECK(std::isnan(v[0]));
+            CHECK(std::isnan(v[1]));
+            CHECK(std::isnan(v[2]));
+            CHECK(!std::isnan(v[3]));
+        }
+        CHECK(maximum(a, b).to_vector<double>()[3] == 2.0);
+        CHECK(minimum(a, b).to_vector<double>()[3] == -1.0);
+    }
+}
+
 TEST_CASE("gelu: the float erf is accurate and its gradient matches", "[ops][activations]") {
     // float32 GELU against the exact double formula over a dense grid
     std::vector<double> grid;
