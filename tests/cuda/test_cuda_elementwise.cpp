@@ -134,6 +134,35 @@ TEST_CASE("binary ops broadcast, promote and compare like the CPU on the GPU",
     CHECK(std::isnan(maximum(nan.cuda(), one.cuda()).cpu().to_vector<double>()[0]));
 }
 
+TEST_CASE("dense and scalar float32 operands take the 16-byte binary kernel like the CPU",
+          "[cuda][ops][elementwise]") {
+    if (!have_gpu()) return;
+    using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
+    std::vector<std::pair<std::string, Binary>> ops = {
+        {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
+        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
+        {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
+        {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
+        {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }},
+        {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
+    };
+    // 1001 elements: 250 packs of 4 and a tail of 1. `shifted` starts one float into its
+    // buffer on the GPU (dense, not 16-byte aligned: the element-wise kernel).
+    Tensor a = random_input({7, 143}, 41, 0.5, 2).to(DType::float32);
+    Tensor b = random_input({7, 143}, 42, 0.5, 2).to(DType::float32);
+    Tensor scalar = full({}, 1.25, DType::float32);
+    Tensor padded = random_input({1002}, 43, 0.5, 2).to(DType::float32);
+    Tensor shifted = padded.narrow(0, 1, 1001).view({7, 143});
+    Tensor shifted_gpu = padded.cuda().narrow(0, 1, 1001).view({7, 143});
+    for (const auto& [name, f] : ops) {
+        INFO(name);
+        require_same_on_gpu(f(a.cuda(), b.cuda()), f(a, b), 2e-6);
+        require_same_on_gpu(f(a.cuda(), scalar.cuda()), f(a, scalar), 2e-6);
+        require_same_on_gpu(f(scalar.cuda(), b.cuda()), f(scalar, b), 2e-6);
+        require_same_on_gpu(f(shifted_gpu, b.cuda()), f(shifted, b), 2e-6);
+    }
+}
+
 TEST_CASE("same-shape binary backward, where and masked_fill run on the GPU",
           "[cuda][ops][elementwise]") {
     if (!have_gpu()) return;

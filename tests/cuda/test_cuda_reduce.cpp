@@ -124,25 +124,28 @@ TEST_CASE("long reductions split across blocks and many short ones match the CPU
 TEST_CASE("integer and bool sums give int64, and integer extrema, on the GPU",
           "[cuda][ops][reduce]") {
     if (!have_gpu()) return;
-    Tensor values = mul(random_input({6, 7, 301}, 9, -50, 50), 1.0).to(DType::int64);
-    for (DType dtype : {DType::int64, DType::int32, DType::uint8, DType::bool_}) {
-        Tensor x = dtype == DType::uint8   ? abs(values).to(dtype)
-                   : dtype == DType::bool_ ? gt(values, 0.0)
-                                           : values.to(dtype);
-        for (const Dims& dims : std::vector<Dims>{{}, {0}, {2}, {0, 2}, {1}}) {
-            INFO(dtype_name(dtype) << " dims " << text(dims));
-            Tensor want = sum(x, dims), got = sum(x.cuda(), dims);
-            CHECK(got.dtype() == DType::int64);
-            CHECK(got.cpu().to_vector<int64_t>() == want.to_vector<int64_t>());
-            if (dtype == DType::bool_) continue;
-            CHECK(amax(x.cuda(), dims).cpu().to(DType::int64).to_vector<int64_t>() ==
-                  amax(x, dims).to(DType::int64).to_vector<int64_t>());
-            CHECK(amin(x.cuda(), dims, true).cpu().to(DType::int64).to_vector<int64_t>() ==
-                  amin(x, dims, true).to(DType::int64).to_vector<int64_t>());
+    // Rows of 301 (element loads) and of 320 (whole 16-byte packs for every integer type).
+    for (int64_t last : {301, 320}) {
+        Tensor values = mul(random_input({6, 7, last}, 9, -50, 50), 1.0).to(DType::int64);
+        for (DType dtype : {DType::int64, DType::int32, DType::uint8, DType::bool_}) {
+            Tensor x = dtype == DType::uint8   ? abs(values).to(dtype)
+                       : dtype == DType::bool_ ? gt(values, 0.0)
+                                               : values.to(dtype);
+            for (const Dims& dims : std::vector<Dims>{{}, {0}, {2}, {0, 2}, {1}}) {
+                INFO(dtype_name(dtype) << " rows of " << last << " dims " << text(dims));
+                Tensor want = sum(x, dims), got = sum(x.cuda(), dims);
+                CHECK(got.dtype() == DType::int64);
+                CHECK(got.cpu().to_vector<int64_t>() == want.to_vector<int64_t>());
+                if (dtype == DType::bool_) continue;
+                CHECK(amax(x.cuda(), dims).cpu().to(DType::int64).to_vector<int64_t>() ==
+                      amax(x, dims).to(DType::int64).to_vector<int64_t>());
+                CHECK(amin(x.cuda(), dims, true).cpu().to(DType::int64).to_vector<int64_t>() ==
+                      amin(x, dims, true).to(DType::int64).to_vector<int64_t>());
+            }
+            // sum_to reduces integer tensors too (broadcast gradients of integer ops need it)
+            Tensor reduced = sum_to(x.cuda(), {7, 1});
+            CHECK(reduced.cpu().to_vector<int64_t>() == sum_to(x, {7, 1}).to_vector<int64_t>());
         }
-        // sum_to reduces integer tensors too (broadcast gradients of integer ops need it)
-        Tensor reduced = sum_to(x.cuda(), {7, 1});
-        CHECK(reduced.cpu().to_vector<int64_t>() == sum_to(x, {7, 1}).to_vector<int64_t>());
     }
 }
 
