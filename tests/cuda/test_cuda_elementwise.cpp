@@ -183,3 +183,17 @@ TEST_CASE("same-shape binary backward, where and masked_fill run on the GPU",
     require_cuda_parity(
         [&](const Tensor& t) { return where(mask.to(t.device()), t, b.to(t.device())); }, a, 0, 0);
 }
+
+TEST_CASE("relu, maximum and minimum propagate NaN on the GPU as on the CPU",
+          "[cuda][ops][elementwise]") {
+    if (!have_gpu()) return;
+    for (DType dtype : {DType::float32, DType::float64}) {
+        INFO(dtype);
+        Tensor a = tensor({1.0, NAN, NAN, 2.0, -0.0, -3.0}, {6}, dtype);
+        Tensor b = tensor({NAN, 1.0, NAN, -1.0, 0.0, 4.0}, {6}, dtype);
+        require_close(maximum(a.cuda(), b.cuda()).cpu(), maximum(a, b), 0, 0);
+        require_close(minimum(a.cuda(), b.cuda()).cpu(), minimum(a, b), 0, 0);
+        require_close(maximum(b.cuda(), a.cuda()).cpu(), maximum(b, a), 0, 0);
+        require_cuda_parity([](const Tensor& t) { return relu(t); }, a, 0, 0);
+    }
+}
