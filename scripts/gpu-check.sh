@@ -38,7 +38,9 @@ set +e
         || { echo "build failed:"; grep -E "error" -A5 "$build_dir/gpu-check-build.log" | head -80; exit 1; }
     echo "build: $(grep -c 'warning' "$build_dir/gpu-check-build.log" || true) warnings"
     "$build_dir/lumen" info
-    "$build_dir/tests/lumen_tests" "[cuda]" || status=1
+    # Launches made synchronous for the CUDA tests: a kernel's fault is reported at its own
+    # launch check (naming the kernel), not at a later copy.
+    CUDA_LAUNCH_BLOCKING=1 "$build_dir/tests/lumen_tests" "[cuda]" || status=1
     ctest --test-dir "$build_dir" --output-on-failure || status=1
     echo "## check-vectors --device cuda"
     "$build_dir/lumen" check-vectors tests/data/oracle --device cuda | tail -40 || status=1
