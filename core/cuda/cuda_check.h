@@ -14,5 +14,14 @@
                        " (", __FILE__, ":", __LINE__, ")");                             \
     } while (0)
 
-#define LUMEN_CUDA_CHECK_LAUNCH(kernel_name) \
-    LUMEN_CUDA_CHECK(cudaGetLastError())
+// A launch error (bad configuration), or with CUDA_LAUNCH_BLOCKING=1 also a fault while the
+// kernel ran, is reported naming the kernel; otherwise faults surface at the next synchronizing
+// call.
+#define LUMEN_CUDA_CHECK_LAUNCH(kernel_name)                                            \
+    do {                                                                                \
+        cudaError_t lumen_status_ = cudaGetLastError();                                 \
+        if (lumen_status_ != cudaSuccess)                                               \
+            LUMEN_FAIL("cuda", "kernel ", kernel_name, " failed: ",                     \
+                       cudaGetErrorString(lumen_status_), " (", __FILE__, ":", __LINE__, \
+                       ")");                                                            \
+    } while (0)
