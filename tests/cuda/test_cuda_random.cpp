@@ -13,7 +13,8 @@ using namespace lumen::testing;
 namespace {
 
 // Sizes that end mid-block (4 float32 or 2 float64 elements per Philox block), a single
-// element, and more blocks than one grid covers in a single pass.
+// element, and 600011 elements (hundreds of thread blocks; the grid-stride loops only wrap
+// beyond 65535 x 256 Philox blocks, too large for a test).
 const std::vector<Shape> kShapes = {{1}, {7}, {3, 5}, {2, 3, 67}, {600011}};
 
 void require_identical(const Tensor& got, const Tensor& want) {
