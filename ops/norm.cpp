@@ -382,7 +382,14 @@ Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     Tensor c = contiguous_or_null(x);
     Tensor mean = empty({x.size(0) * features}, x.dtype(), x.device());
     Tensor var = empty({x.size(0) * features}, x.dtype(), x.device());
-    if (x.numel() > 0) moments_kernel(op, layout, c, mean, var);
+    // N == 0: no elements per statistic; zeros keep the backward's rstd finite, so the weight
+    // and bias gradients (sums over no elements) come out 0
+    if (x.numel() > 0) {
+        moments_kernel(op, layout, c, mean, var);
+    } else {
+        mean.zero_();
+        var.zero_();
+    }
     return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
 }
 

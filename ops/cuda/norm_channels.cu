@@ -8,6 +8,7 @@
 // (spatial > 1) or rows of consecutive statistics (spatial == 1). float32/float64.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
@@ -42,7 +43,6 @@ struct SquaredDeviationTerm {
     }
 };
 
-// sum of g and of g (x - mean); times rstd the latter is the sum of g xhat.
 // sum of (x - mean), each term rounded to T as on the CPU: the offset of the exact mean from
 // the stored one, which is rounded to T (batch statistics' backward needs the exact one).
 template <typename T>
@@ -55,6 +55,7 @@ struct DeviationTerm {
     }
 };
 
+// sum of g and of g (x - mean); times rstd the latter is the sum of g xhat.
 template <typename T>
 struct GradTerms {
     static constexpr int kCount = 2;
@@ -413,7 +414,12 @@ void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x
                            const StridedView& grad_x, const StridedView& grad_weight,
                            const StridedView& grad_bias) {
     const int64_t stats = layout.outer * layout.channels;
-    if (stats == 0) return;
+    if (stats == 0) {  // outer == 0 (seq_norm of an empty batch): the affine sums are empty
+        const size_t bytes = size_t(layout.channels) * itemsize(x.dtype);
+        for (const StridedView* grad : {&grad_weight, &grad_bias})
+            if (grad->data && bytes > 0) LUMEN_CUDA_CHECK(cudaMemsetAsync(grad->data, 0, bytes));
+        return;
+    }
     dispatch_floating(x.dtype, "norm backward", [&]<typename T>() {
         const bool need_sums = batch_stats || grad_weight.data || grad_bias.data;
         const bool shifted = batch_stats && grad_x.data;  // needs sum(x - mean) as well

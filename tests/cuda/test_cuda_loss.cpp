@@ -76,6 +76,23 @@ TEST_CASE("cross_entropy with class indices matches the CPU on the GPU", "[cuda]
     }
 }
 
+TEST_CASE("class losses on the GPU: more samples than one pass of the fixed grid",
+          "[cuda][ops][loss]") {
+    if (!have_gpu()) return;
+    // 10000 rows: more than the 8192 warps of 1024 blocks; (1, 2, 300000): more positions than
+    // their 262144 threads.
+    for (Shape shape : {Shape{10000, 3}, Shape{1, 2, 300000}}) {
+        INFO("cross_entropy " << text(shape));
+        Tensor x = mul(random_input(shape, 61), 3.0).to(DType::float32);
+        Tensor target = class_targets(without_class_dim(shape), shape[1], -100, 62);
+        check_loss(
+            [](const Tensor& in, const Tensor& t) {
+                return cross_entropy(in, t, Tensor(), -100, "mean", 0.1);
+            },
+            x, target);
+    }
+}
+
 TEST_CASE("nll_loss and class-probability cross_entropy match the CPU on the GPU",
           "[cuda][ops][loss]") {
     if (!have_gpu()) return;

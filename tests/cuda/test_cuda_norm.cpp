@@ -1,8 +1,8 @@
 // CPU/CUDA parity of the normalization ops: outputs and the gradients of input, weight and bias
 // on the same random inputs (rows from 1 to 5000 elements, 2-D to 5-D channel inputs,
 // non-contiguous inputs, float32 and float64), the saved statistics and running-statistics
-// updates, float16/bfloat16 layer_norm and rms_norm against float32 on the CPU, and the errors
-// on CUDA. Skips with a message without a GPU.
+// updates, float16/bfloat16 layer_norm and rms_norm against float32 on the CPU, empty seq_norm
+// inputs, and the errors on CUDA. Skips with a message without a GPU.
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,9 +45,10 @@ TEST_CASE("layer_norm and rms_norm match the CPU on the GPU for every row length
           "[cuda][ops][norm]") {
     if (!have_gpu()) return;
     // 1 and 7: padded warps; 32, 768: full warps, vector loads; 1000: odd packs; 5000: block
-    // per row. Row counts leave partial blocks of warps.
+    // per row; 1031: block per row without vector loads. Row counts leave partial blocks of
+    // warps.
     const std::vector<std::pair<int64_t, int64_t>> shapes = {
-        {5, 1}, {9, 7}, {33, 32}, {6, 768}, {5, 1000}, {3, 5000}, {130, 256}};
+        {5, 1}, {9, 7}, {33, 32}, {6, 768}, {5, 1000}, {3, 5000}, {4, 1031}, {130, 256}};
     for (DType dtype : kFloatTypes) {
         for (auto [rows, length] : shapes) {
             for (bool affine : {true, false}) {
@@ -134,11 +135,12 @@ TEST_CASE("row norm kernels: saved mean and rstd match the CPU", "[cuda][ops][no
 
 TEST_CASE("group_norm matches the CPU on the GPU for 2-D to 5-D inputs", "[cuda][ops][norm]") {
     if (!have_gpu()) return;
-    // (N, C) has one element per channel (spatial 1, groups > 1); the last shape has rows of
-    // 4 * 1280 elements (block kernel).
-    const std::vector<std::pair<Shape, int64_t>> cases = {{{4, 6}, 3},         {{2, 6, 5}, 3},
-                                                          {{2, 6, 4, 5}, 2},   {{2, 6, 3, 4, 5}, 3},
-                                                          {{3, 8, 32, 40}, 2}, {{2, 4, 8, 8}, 4}};
+    // (N, C) has one element per channel (spatial 1, groups > 1); (3, 8, 32, 40) has rows of
+    // 4 * 1280 elements (block kernel, vector loads), (2, 6, 25, 27) rows of 3 * 675 (block
+    // kernel, scalar loads, channels changing inside a thread's stride).
+    const std::vector<std::pair<Shape, int64_t>> cases = {
+        {{4, 6}, 3},         {{2, 6, 5}, 3},    {{2, 6, 4, 5}, 2},  {{2, 6, 3, 4, 5}, 3},
+        {{3, 8, 32, 40}, 2}, {{2, 4, 8, 8}, 4}, {{2, 6, 25, 27}, 2}};
     for (DType dtype : kFloatTypes) {
         for (const auto& [shape, groups] : cases) {
             INFO("group_norm " << text(shape) << " groups " << groups << " " << dtype_name(dtype));
@@ -282,6 +284,21 @@ TEST_CASE("seq_norm and normalize match the CPU on the GPU", "[cuda][ops][norm]"
         check_parity(
             [](const Tensor& in, const Tensor&, const Tensor&) { return normalize(in, 2.0, -1); },
             random_input({3, 11, 13}, 66).to(dtype), Tensor(), Tensor(), true);
+    }
+}
+
+TEST_CASE("seq_norm on the GPU: an empty batch or sequence gives zero weight and bias gradients",
+          "[cuda][ops][norm]") {
+    if (!have_gpu()) return;
+    for (const Shape& shape : {Shape{0, 4, 5}, Shape{2, 0, 5}}) {
+        INFO("seq_norm " << text(shape));
+        Tensor x = zeros(shape, DType::float32).cuda().requires_grad_();
+        Tensor w = ones({5}, DType::float32).cuda().requires_grad_();
+        Tensor b = zeros({5}, DType::float32).cuda().requires_grad_();
+        Tensor y = seq_norm(x, w, b);
+        y.backward(zeros(shape, DType::float32).cuda());
+        require_close(w.grad().cpu(), zeros({5}, DType::float32), 0, 0);
+        require_close(b.grad().cpu(), zeros({5}, DType::float32), 0, 0);
     }
 }
 
