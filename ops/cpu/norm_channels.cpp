@@ -44,7 +44,7 @@ void channel_sum(const Layout& lay, double* out, const Term& term) {
     }
     constexpr int64_t kBlock = 64, kFoldRows = 256;
     const int64_t blocks = (C + kBlock - 1) / kBlock;
-    parallel_for(0, A * blocks, std::max<int64_t>(1, kGrainSize / (L * kBlock)),
+    parallel_for(0, A * blocks, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, L * kBlock)),  // L may be 0
                  [&](int64_t lo, int64_t hi) {
                      T acc[kBlock];
                      double total[kBlock];
@@ -80,7 +80,8 @@ void for_each_run(const Layout& lay, const Body& body) {
                      });
         return;
     }
-    parallel_for(0, lay.outer * L, std::max<int64_t>(1, kGrainSize / C), [&](int64_t lo, int64_t hi) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, C));  // C may be 0
+    parallel_for(0, lay.outer * L, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t row = lo; row < hi; ++row) body(row * C, C, (row / L) * C, std::true_type{});
     });
 }

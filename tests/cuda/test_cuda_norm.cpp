@@ -287,6 +287,7 @@ TEST_CASE("seq_norm and normalize match the CPU on the GPU", "[cuda][ops][norm]"
     }
 }
 
+// The CPU side: tests/ops/test_norm.cpp, "channel norms of empty inputs".
 TEST_CASE("seq_norm on the GPU: an empty batch or sequence gives zero weight and bias gradients",
           "[cuda][ops][norm]") {
     if (!have_gpu()) return;

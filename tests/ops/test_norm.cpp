@@ -424,3 +424,28 @@ TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][nor
         CHECK(result.passed);
     }
 }
+
+TEST_CASE("channel norms of empty inputs: zero weight and bias gradients, no crash",
+          "[ops][norm]") {
+    // seq_norm over an empty batch or an empty sequence (no statistics, or statistics of
+    // nothing), and batch_norm in eval on an empty batch of a 2-D input (no rows).
+    for (const Shape& shape : {Shape{0, 4, 5}, Shape{2, 0, 5}}) {
+        INFO("seq_norm " << text(shape));
+        Tensor x = zeros(shape, DType::float64).requires_grad_();
+        Tensor w = ones({5}, DType::float64).requires_grad_();
+        Tensor b = zeros({5}, DType::float64).requires_grad_();
+        Tensor y = seq_norm(x, w, b);
+        CHECK(text(y.shape()) == text(shape));
+        y.backward(zeros(shape, DType::float64));
+        require_close(w.grad(), zeros({5}, DType::float64), 0, 0);
+        require_close(b.grad(), zeros({5}, DType::float64), 0, 0);
+        CHECK(text(x.grad().shape()) == text(shape));
+    }
+    Tensor x = zeros({0, 3}, DType::float64).requires_grad_();
+    Tensor w = ones({3}, DType::float64).requires_grad_();
+    Tensor b = zeros({3}, DType::float64).requires_grad_();
+    Tensor y = batch_norm(x, zeros({3}, DType::float64), ones({3}, DType::float64), w, b);
+    y.backward(zeros({0, 3}, DType::float64));
+    require_close(w.grad(), zeros({3}, DType::float64), 0, 0);
+    require_close(b.grad(), zeros({3}, DType::float64), 0, 0);
+}
