@@ -32,26 +32,16 @@ struct SumTerm {
     __device__ void operator()(int64_t i, int64_t, T* acc) const { acc[0] += x[i]; }
 };
 
-template <typename T>
-struct SquaredDeviationTerm {
-    static constexpr int kCount = 1;
-    const T* x;
-    const T* mean;
-    __device__ void operator()(int64_t i, int64_t stat, T* acc) const {
-        T d = x[i] - mean[stat];
-        acc[0] += d * d;
-    }
-};
-
-// sum of (x - mean), each term rounded to T as on the CPU: the offset of the exact mean from
-// the stored one, which is rounded to T (batch statistics' backward needs the exact one).
-template <typename T>
+// sum of (x - mean)^2 (kSquared: the variance's numerator) or of (x - mean): the offset of the
+// exact mean from the stored one, rounded to T, which batch statistics' backward needs.
+template <typename T, bool kSquared>
 struct DeviationTerm {
     static constexpr int kCount = 1;
     const T* x;
     const T* mean;
     __device__ void operator()(int64_t i, int64_t stat, T* acc) const {
-        acc[0] += T(x[i] - mean[stat]);
+        T d = x[i] - mean[stat];
+        acc[0] += kSquared ? T(d * d) : d;
     }
 };
 
@@ -385,7 +375,7 @@ void channel_moments(const ChannelNormLayout& layout, const StridedView& x, cons
     dispatch_floating(x.dtype, "norm", [&]<typename T>() {
         const T count = T(layout.count());
         stat_sums<T>(layout, SumTerm<T>{x.ptr<const T>()}, MeanFinish<T>{mean.ptr<T>(), count});
-        stat_sums<T>(layout, SquaredDeviationTerm<T>{x.ptr<const T>(), mean.ptr<const T>()},
+        stat_sums<T>(layout, DeviationTerm<T, true>{x.ptr<const T>(), mean.ptr<const T>()},
                      MeanFinish<T>{var.ptr<T>(), count});
     });
 }
@@ -430,7 +420,7 @@ void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x
             stat_sums<T>(layout, terms, StoreFinish<T, 2>{sums.as<T>(), stats});
         }
         if (shifted)
-            stat_sums<T>(layout, DeviationTerm<T>{x.ptr<const T>(), mean.ptr<const T>()},
+            stat_sums<T>(layout, DeviationTerm<T, false>{x.ptr<const T>(), mean.ptr<const T>()},
                          StoreFinish<T, 1>{sums.as<T>(size_t(2 * stats)), stats});
         grad_coefficients_kernel<T><<<grid_for(layout.channels), 256>>>(
             layout, var.ptr<const T>(), eps, optional_ptr<T>(weight),

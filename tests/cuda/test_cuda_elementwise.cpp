@@ -55,6 +55,22 @@ Tensor input_for(const NamedUnary& op, DType dtype, uint64_t seed) {
 
 double tolerance(DType dtype) { return dtype == DType::float32 ? 2e-5 : 1e-12; }
 
+using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+// The arithmetic binary ops by name; pow takes |a| and |b| (an integer to a negative power is
+// an error in PyTorch).
+std::vector<std::pair<std::string, Binary>> arithmetic_ops() {
+    return {
+        {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
+        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
+        {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
+        {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
+        {"pow", [](const Tensor& a, const Tensor& b) { return pow(abs(a), abs(b)); }},
+        {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
+        {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }},
+    };
+}
+
 }  // namespace
 
 TEST_CASE("unary ops and their backward match the CPU on the GPU", "[cuda][ops][elementwise]") {
@@ -93,16 +109,8 @@ TEST_CASE("integer unary ops and logical_not match the CPU on the GPU",
 TEST_CASE("binary ops broadcast, promote and compare like the CPU on the GPU",
           "[cuda][ops][elementwise]") {
     if (!have_gpu()) return;
-    using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
-    std::vector<std::pair<std::string, Binary>> ops = {
-        {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
-        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
-        {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
-        {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
-        // non-negative exponents: an integer to a negative power is an error in PyTorch
-        {"pow", [](const Tensor& a, const Tensor& b) { return pow(abs(a), abs(b)); }},
-        {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
-        {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }},
+    std::vector<std::pair<std::string, Binary>> ops = arithmetic_ops();
+    std::vector<std::pair<std::string, Binary>> comparisons = {
         {"eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); }},
         {"ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); }},
         {"lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); }},
@@ -112,6 +120,7 @@ TEST_CASE("binary ops broadcast, promote and compare like the CPU on the GPU",
         {"logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }},
         {"logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }},
     };
+    ops.insert(ops.end(), comparisons.begin(), comparisons.end());
     // (3, 1, 5) against a transposed (4, 5) view; rounded values make ties and zeros likely.
     Tensor a64 = mul(random_input({3, 1, 5}, 11, -3, 3), 2.0).to(DType::int64).to(DType::float64);
     Tensor b64 = mul(random_input({5, 4}, 12, -3, 3), 2.0).to(DType::int64).to(DType::float64).t();
@@ -137,15 +146,7 @@ TEST_CASE("binary ops broadcast, promote and compare like the CPU on the GPU",
 TEST_CASE("dense and scalar float32 operands take the 16-byte binary kernel like the CPU",
           "[cuda][ops][elementwise]") {
     if (!have_gpu()) return;
-    using Binary = std::function<Tensor(const Tensor&, const Tensor&)>;
-    std::vector<std::pair<std::string, Binary>> ops = {
-        {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
-        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
-        {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
-        {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
-        {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }},
-        {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
-    };
+    const std::vector<std::pair<std::string, Binary>> ops = arithmetic_ops();
     // 1001 elements: 250 packs of 4 and a tail of 1. `shifted` starts one float into its
     // buffer on the GPU (dense, not 16-byte aligned: the element-wise kernel).
     Tensor a = random_input({7, 143}, 41, 0.5, 2).to(DType::float32);
