@@ -117,22 +117,14 @@ std::string workload_name(const Variant& variant, int64_t tokens) {
 }
 
 void run_workload(const Variant& variant, int64_t tokens, const Options& options) {
-    std::string name = workload_name(variant, tokens);
     double need_gb = variant.linear ? 0 : attention_maps_gb(tokens);
-    if (need_gb > memory_limit_gb()) {
-        char why[96];
-        std::snprintf(why, sizeof why, "would need >= %.0f GB (3 N x N maps per head)", need_gb);
-        report_skip(name, "ms", why);
-        report_skip(name + "_mem", "MB peak", why);
-        return;
-    }
-    run_or_skip(name, [&] {
-        Workload w = make_workload(variant.name, tokens, options.device);
-        FirstRun first = first_run([&] { w.run(); });
-        double s = timed_median([&] { w.run(); }, first.seconds, options.repeats);
-        report(name, "ms", s * 1e3, s);
-        report_memory(name, first);
-    });
+    measure_workload(
+        workload_name(variant, tokens), need_gb, "3 N x N maps per head",
+        [&]() -> std::function<void()> {
+            auto w = std::make_shared<Workload>(make_workload(variant.name, tokens, options.device));
+            return [w] { w->run(); };
+        },
+        options.repeats);
 }
 
 }  // namespace

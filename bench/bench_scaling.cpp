@@ -45,19 +45,7 @@ double attention_maps_gb(int64_t tokens, int64_t heads, int64_t depth) {
 // Times `step` (first run: memory) or reports why it was skipped.
 void measure(const std::string& name, double need_gb, const std::function<void()>& step,
              const Options& options) {
-    if (need_gb > memory_limit_gb()) {
-        char why[96];
-        std::snprintf(why, sizeof why, "would need >= %.0f GB (N x N attention maps)", need_gb);
-        report_skip(name, "ms", why);
-        report_skip(name + "_mem", "MB peak", why);
-        return;
-    }
-    run_or_skip(name, [&] {
-        FirstRun first = first_run(step);
-        double s = timed_median(step, first.seconds, options.repeats);
-        report(name, "ms", s * 1e3, s);
-        report_memory(name, first);
-    });
+    measure_workload(name, need_gb, "N x N attention maps", [&] { return step; }, options.repeats);
 }
 
 void run_sfree(const std::string& attn, int64_t resolution, const Options& options) {

@@ -206,18 +206,33 @@ inline double memory_limit_gb() {
     return value ? std::atof(value) : 8.0;
 }
 
-// Runs the workload `name` (timed in ms, with a "<name>_mem" entry); when the device runs out of
-// memory (the CUDA allocator throws, naming the request), reports both entries as skipped with
-// that reason instead of ending the process, as torch_util.run_or_skip does for PyTorch.
-// Other errors propagate.
-inline void run_or_skip(const std::string& name, const std::function<void()>& body) {
+// One workload of a one-workload-per-process suite: "<name>" (ms) and "<name>_mem". Skipped on
+// both entries, with the reason, when its estimated need `need_gb` (of `maps`, e.g. "3 N x N
+// maps per head") exceeds memory_limit_gb(), or when the device runs out of memory (the CUDA
+// allocator throws, naming the request) while `setup` builds it or its step runs; otherwise the
+// step that `setup` returns is timed, its first run giving the memory figures. Other errors
+// propagate. torch_util.measure_workload does the same for PyTorch.
+inline void measure_workload(const std::string& name, double need_gb, const char* maps,
+                             const std::function<std::function<void()>()>& setup, int repeats) {
+    auto skip = [&](const std::string& why) {
+        report_skip(name, "ms", why);
+        report_skip(name + "_mem", "MB peak", why);
+    };
+    if (need_gb > memory_limit_gb()) {
+        char why[96];
+        std::snprintf(why, sizeof why, "would need >= %.0f GB (%s)", need_gb, maps);
+        return skip(why);
+    }
     try {
-        body();
+        std::function<void()> step = setup();
+        FirstRun first = first_run(step);
+        double s = timed_median(step, first.seconds, repeats);
+        report(name, "ms", s * 1e3, s);
+        report_memory(name, first);
     } catch (const Error& error) {
         std::string what = error.what();
         if (what.find("out of memory") == std::string::npos) throw;
-        report_skip(name, "ms", "ran out of memory");
-        report_skip(name + "_mem", "MB peak", "ran out of memory");
+        skip("ran out of memory");
         std::fprintf(stderr, "%s: %s\n", name.c_str(), what.c_str());
     }
 }

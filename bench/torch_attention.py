@@ -13,9 +13,8 @@ Usage: python3 bench/torch_attention.py [--threads N] [--repeats R] [--only attn
 [--list] [--device cpu|cuda]"""
 import math
 
-from torch_util import (SLOW_SCAN, first_run, import_references, memory_limit_gb, parse_args,
-                        python_scan_max_tokens, report, report_memory, report_skip, run_or_skip,
-                        selected, start_device, timed_median)
+from torch_util import (SLOW_SCAN, import_references, measure_workload, parse_args,
+                        python_scan_max_tokens, selected, start_device)
 
 args = parse_args(__doc__)
 torch = start_device("torch_attention")  # after parse_args fixed the thread count
@@ -116,26 +115,18 @@ def attention_maps_gb(tokens):
 
 
 def run_workload(name, tokens):
-    key = f"attn_{name}_n{tokens}"
     need_gb = attention_maps_gb(tokens) if name in QUADRATIC else 0
     why = SLOW_SCAN if name == "mamba" and tokens > python_scan_max_tokens() else None
-    if need_gb > memory_limit_gb():
-        why = f"would need >= {need_gb:.0f} GB (3 N x N maps per head)"
-    if why:
-        report_skip(key, "ms", why)
-        report_skip(key + "_mem", "MB peak", why)
-        return
-    def measure():
+
+    def setup():
         torch.manual_seed(1)
         module, shape = build(name, tokens)
         module.to(args.device)
         x = torch.randn(*shape).to(args.device).requires_grad_()
         grad = torch.randn(*shape).to(args.device)  # every variant keeps its input's shape
-        first_seconds, peak_mb = first_run(lambda: run(module, x, grad))
-        s = timed_median(lambda: run(module, x, grad), first_seconds, args.repeats)
-        report(key, "ms", s * 1e3, s)
-        report_memory(key, peak_mb)
-    run_or_skip(key, measure)
+        return lambda: run(module, x, grad)
+    measure_workload(f"attn_{name}_n{tokens}", need_gb, "3 N x N maps per head", setup,
+                     args.repeats, why)
 
 
 for name in NAMES:

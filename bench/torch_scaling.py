@@ -5,9 +5,8 @@ loop of ref_context's Mamba scan runs up to 4096 tokens only on the CPU (16384: 
 trial). --device cuda runs them on the GPU.
 Usage: python3 bench/torch_scaling.py [--threads N] [--repeats R] [--only names] [--list]
 [--device cpu|cuda]"""
-from torch_util import (SLOW_SCAN, first_run, import_references, memory_limit_gb, parse_args,
-                        python_scan_max_tokens, report, report_memory, report_skip, run_or_skip,
-                        selected, start_device, timed_median)
+from torch_util import (SLOW_SCAN, import_references, measure_workload, parse_args,
+                        python_scan_max_tokens, selected, start_device)
 
 args = parse_args(__doc__)
 torch = start_device("torch_scaling")  # after parse_args fixed the thread count
@@ -27,19 +26,7 @@ def attention_maps_gb(tokens, heads, depth):
 
 
 def measure(name, need_gb, step, why=None):
-    if need_gb > memory_limit_gb():
-        why = f"would need >= {need_gb:.0f} GB (N x N attention maps)"
-    if why:
-        report_skip(name, "ms", why)
-        report_skip(name + "_mem", "MB peak", why)
-        return
-
-    def timed():
-        first_seconds, peak_mb = first_run(step)
-        s = timed_median(step, first_seconds, args.repeats)
-        report(name, "ms", s * 1e3, s)
-        report_memory(name, peak_mb)
-    run_or_skip(name, timed)
+    measure_workload(name, need_gb, "N x N attention maps", lambda: step, args.repeats, why)
 
 
 def run_sfree(attn, resolution):

@@ -158,16 +158,28 @@ def report_skip(name, unit, why):
           flush=True)
 
 
-def run_or_skip(name, body):
-    """bench_util.h's run_or_skip: runs the workload `name` (ms, with "<name>_mem"); when the
-    GPU runs out of memory, reports both as skipped with that reason instead of failing."""
+def measure_workload(name, need_gb, maps, setup, repeats, why=None):
+    """bench_util.h's measure_workload: "<name>" (ms) and "<name>_mem" of the step that `setup`
+    returns, timed after a first run that gives the memory figure; both skipped with the reason
+    `why`, when need_gb exceeds memory_limit_gb() ("would need >= X GB (maps)"), or when the
+    GPU runs out of memory."""
     import torch
-    try:
-        body()
-    except getattr(torch.cuda, "OutOfMemoryError", MemoryError) as error:
-        report_skip(name, "ms", "ran out of memory")
-        report_skip(name + "_mem", "MB peak", "ran out of memory")
-        print(f"{name}: {error}", file=sys.stderr)
+    if need_gb > memory_limit_gb():
+        why = f"would need >= {need_gb:.0f} GB ({maps})"
+    oom = getattr(torch.cuda, "OutOfMemoryError", MemoryError)
+    if not why:
+        try:
+            step = setup()
+            first_seconds, peak_mb = first_run(step)
+            s = timed_median(step, first_seconds, repeats)
+            report(name, "ms", s * 1e3, s)
+            report_memory(name, peak_mb)
+            return
+        except oom as error:
+            why = "ran out of memory"
+            print(f"{name}: {error}", file=sys.stderr)
+    report_skip(name, "ms", why)
+    report_skip(name + "_mem", "MB peak", why)
 
 
 def python_scan_max_tokens():
