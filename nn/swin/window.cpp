@@ -3,18 +3,13 @@
 // ops of ops/layout.h, so its gradient comes from theirs.
 #include "nn/swin/window.h"
 
+#include "core/shape.h"
 #include "ops/layout.h"
 #include "ops/pad.h"
 
 namespace lumen::nn::swin {
 
 namespace {
-
-int64_t product(const std::vector<int64_t>& values) {
-    int64_t p = 1;
-    for (int64_t v : values) p *= v;
-    return p;
-}
 
 // Region of position i along a dim of padded size `dims` (spec 2.9): the last of the slices
 // slice(-w), slice(-w, -s), slice(-s, None) that covers i. With s = 0 the third is the whole
@@ -80,7 +75,7 @@ Tensor compute_mask(const std::vector<int64_t>& dims, const std::vector<int64_t>
     }
     // Label of every grid position: its per-dim regions as a base-3 number, which is the
     // counter value of the nested loop over slice combinations.
-    int64_t n = product(window), positions = product(dims), num_windows = positions / n;
+    int64_t n = shape_numel(window), positions = shape_numel(dims), num_windows = positions / n;
     std::vector<int64_t> grid(k), labels(size_t(num_windows * n));
     for (size_t d = 0; d < k; ++d) grid[d] = dims[d] / window[d];
     for (int64_t p = 0; p < positions; ++p) {
@@ -112,7 +107,7 @@ Tensor relative_position_index(const std::vector<int64_t>& window) {
     LUMEN_CHECK(!window.empty(), op, "the window has no dims");
     for (int64_t w : window) LUMEN_CHECK(w > 0, op, "window sizes must be positive, got ", window);
     size_t k = window.size();
-    int64_t n = product(window);
+    int64_t n = shape_numel(window);
     // stride[d] = prod over later dims of (2 w - 1): the table is row-major in the offsets.
     std::vector<int64_t> stride(k, 1);
     for (size_t d = k - 1; d-- > 0;) stride[d] = stride[d + 1] * (2 * window[d + 1] - 1);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/shape.h"
 #include "nn/attention/mhsa.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
@@ -12,16 +13,6 @@
 #include "ops/matmul.h"
 
 namespace lumen::nn::swin {
-
-namespace {
-
-int64_t product(const std::vector<int64_t>& values) {
-    int64_t p = 1;
-    for (int64_t v : values) p *= v;
-    return p;
-}
-
-}  // namespace
 
 WindowAttention::WindowAttention(int64_t dim_, int64_t num_heads_,
                                  std::vector<int64_t> window_size_, bool qkv_bias,
@@ -122,9 +113,9 @@ Tensor WindowAttention::forward(const Tensor& x, const AttentionContext& context
     const std::vector<int64_t>& grid = context.grid;
     LUMEN_CHECK(grid.size() == window_size.size(), who, "needs context.grid with ",
                 window_size.size(), " sizes (window_size ", window_size, "), got ", grid);
-    LUMEN_CHECK(x.ndim() == 3 && x.size(2) == dim && x.size(1) == product(grid) &&
+    LUMEN_CHECK(x.ndim() == 3 && x.size(2) == dim && x.size(1) == shape_numel(grid) &&
                     context.prefix_tokens == 0,
-                who, "expects x (B, prod(grid) = ", product(grid), ", ", dim,
+                who, "expects x (B, prod(grid) = ", shape_numel(grid), ", ", dim,
                 ") without prefix tokens, got shape ", x.shape(), " and ", context.prefix_tokens,
                 " prefix tokens");
     LUMEN_CHECK(!context.key_padding_mask.defined() && !context.causal, who,
