@@ -12,13 +12,13 @@
 #include <memory>
 #include <vector>
 
-#include <fcntl.h>
-#include <nlohmann/json.hpp>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <zlib.h>
 
 #include "core/error.h"
+#include "core/fault.h"
+#include "core/file_io.h"
+#include "core/json_strict.h"
 
 namespace lumen {
 
@@ -30,7 +30,10 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // 100 MB, as the reference implementation
+// A valid header nests 3 levels (header, entry, shape); deeper is refused while parsing.
+constexpr int kMaxHeaderDepth = 8;
 const char* const kEntryKeys[] = {"dtype", "shape", "data_offsets"};
+constexpr const char* kChecksumKey = "lumen.crc32";
 
 struct DTypeName {
     DType dtype;
@@ -41,10 +44,14 @@ constexpr DTypeName kDTypeNames[] = {{DType::float32, "F32"}, {DType::float64, "
                                      {DType::int64, "I64"},   {DType::int32, "I32"},
                                      {DType::uint8, "U8"},    {DType::bool_, "BOOL"}};
 
-// Every error reads "[safetensors] <path>: <problem>".
-template <typename... Parts>
-void check(bool cond, const std::string& path, const Parts&... parts) {
-    if (!cond) LUMEN_FAIL("safetensors", path, ": ", parts...);
+// Every error reads "[safetensors] <path>: <problem>". A macro, so that the message (which may
+// print a JSON value) is only built when the check fails.
+#define ST_CHECK(cond, path, ...) LUMEN_CHECK(cond, "safetensors", path, ": ", __VA_ARGS__)
+#define ST_FAIL(path, ...) LUMEN_FAIL("safetensors", path, ": ", __VA_ARGS__)
+
+// A name from a file, quoted and cut for a message.
+std::string quote_name(const std::string& name) {
+    return "'" + (name.size() > 120 ? name.substr(0, 120) + "..." : name) + "'";
 }
 
 // A read-only file mapped copy-on-write (MAP_PRIVATE + PROT_WRITE): tensors that alias it may
@@ -67,28 +74,14 @@ class Mapping {
 };
 
 std::shared_ptr<Mapping> map_file(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    check(fd >= 0, path, "cannot open: ", std::strerror(errno));
-    struct stat info {};
-    if (::fstat(fd, &info) != 0) {
-        int error = errno;
-        ::close(fd);
-        check(false, path, "cannot stat: ", std::strerror(error));
-    }
-    if (!S_ISREG(info.st_mode)) {
-        ::close(fd);
-        check(false, path, "not a regular file");
-    }
-    size_t size = size_t(info.st_size);
-    if (size < 8) {
-        ::close(fd);
-        check(false, path, "file is ", size, " bytes, shorter than the 8-byte header length");
-    }
-    void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    uint64_t size = 0;
+    FileHandle file = open_regular_file(path, "safetensors", &size);
+    ST_CHECK(size >= 8, path, "file is ", size, " bytes, shorter than the 8-byte header length");
+    void* data = ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE, MAP_PRIVATE, file.get(), 0);
     int error = errno;
-    ::close(fd);  // the mapping keeps the file alive
-    check(data != MAP_FAILED, path, "cannot memory-map ", size, " bytes: ", std::strerror(error));
-    return std::make_shared<Mapping>(data, size);
+    ST_CHECK(data != MAP_FAILED, path, "cannot memory-map ", size,
+             " bytes: ", std::strerror(error));
+    return std::make_shared<Mapping>(data, size_t(size));  // the mapping keeps the file alive
 }
 
 const char* dtype_to_name(DType dtype) {
@@ -117,19 +110,23 @@ struct Entry {
 };
 
 Shape parse_shape(const std::string& path, const std::string& name, const Json& value) {
-    check(value.is_array(), path, "tensor '", name, "' shape must be a list of integers, got ",
-          value.dump());
+    ST_CHECK(value.is_array(), path, "tensor ", quote_name(name),
+             " shape must be a list of integers, got ", json_excerpt(value));
+    ST_CHECK(value.size() <= size_t(kMaxDims), path, "tensor ", quote_name(name), " has ",
+             value.size(), " dimensions; lumen tensors have at most ", kMaxDims);
     Shape shape;
     for (const Json& size : value) {
-        check(size.is_number_integer(), path, "tensor '", name,
-              "' shape must be a list of integers, got ", value.dump());
-        check(!size.is_number_unsigned() ||
-                  size.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
-              path, "tensor '", name, "' shape ", value.dump(), " has a size beyond 2^63");
+        ST_CHECK(size.is_number_integer(), path, "tensor ", quote_name(name),
+                 " shape must be a list of integers, got ", json_excerpt(value));
+        ST_CHECK(!size.is_number_unsigned() ||
+                     size.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()),
+                 path, "tensor ", quote_name(name), " shape ", json_excerpt(value),
+                 " has a size beyond 2^63");
         shape.push_back(size.get<int64_t>());
     }
     for (int64_t size : shape)
-        check(size >= 0, path, "tensor '", name, "' has a negative size in shape ", shape);
+        ST_CHECK(size >= 0, path, "tensor ", quote_name(name), " has a negative size in shape ",
+                 shape);
     return shape;
 }
 
@@ -137,76 +134,90 @@ Shape parse_shape(const std::string& path, const std::string& name, const Json& 
 uint64_t byte_size(const std::string& path, const Entry& entry) {
     int64_t bytes = int64_t(itemsize(entry.dtype));
     for (int64_t size : entry.shape) {
-        check(!__builtin_mul_overflow(bytes, size, &bytes), path, "tensor '", entry.name,
-              "' shape ", entry.shape, " of ", dtype_to_name(entry.dtype),
-              " needs more than 2^63 bytes");
+        ST_CHECK(!__builtin_mul_overflow(bytes, size, &bytes), path, "tensor ",
+                 quote_name(entry.name), " shape ", entry.shape, " of ", dtype_to_name(entry.dtype),
+                 " needs more than 2^63 bytes");
     }
     return uint64_t(bytes);
 }
 
 void parse_offsets(const std::string& path, const Json& value, uint64_t data_size, Entry* entry) {
-    const std::string& name = entry->name;
+    const std::string name = quote_name(entry->name);
     bool ok = value.is_array() && value.size() == 2 && value[0].is_number_unsigned() &&
               value[1].is_number_unsigned();
-    check(ok, path, "tensor '", name,
-          "' data_offsets must be two non-negative integers [begin, end], got ", value.dump());
+    ST_CHECK(ok, path, "tensor ", name,
+             " data_offsets must be two non-negative integers [begin, end], got ",
+             json_excerpt(value));
     entry->begin = value[0].get<uint64_t>();
     entry->end = value[1].get<uint64_t>();
-    check(entry->begin <= entry->end, path, "tensor '", name, "' data_offsets [", entry->begin,
-          ", ", entry->end, "] end before they begin");
-    check(entry->end <= data_size, path, "tensor '", name, "' data_offsets [", entry->begin, ", ",
-          entry->end, "] run past the end of the data section (", data_size, " bytes)");
+    ST_CHECK(entry->begin <= entry->end, path, "tensor ", name, " data_offsets [", entry->begin,
+             ", ", entry->end, "] end before they begin");
+    ST_CHECK(entry->end <= data_size, path, "tensor ", name, " data_offsets [", entry->begin, ", ",
+             entry->end, "] run past the end of the data section (", data_size, " bytes)");
     uint64_t needed = byte_size(path, *entry);
-    check(entry->end - entry->begin == needed, path, "tensor '", name, "' data_offsets [",
-          entry->begin, ", ", entry->end, "] hold ", entry->end - entry->begin, " bytes but shape ",
-          entry->shape, " of ", dtype_to_name(entry->dtype), " needs ", needed);
+    ST_CHECK(entry->end - entry->begin == needed, path, "tensor ", name, " data_offsets [",
+             entry->begin, ", ", entry->end, "] hold ", entry->end - entry->begin,
+             " bytes but shape ", entry->shape, " of ", dtype_to_name(entry->dtype), " needs ",
+             needed);
 }
 
 Entry parse_entry(const std::string& path, const std::string& name, const Json& value,
                   uint64_t data_size) {
-    check(value.is_object(), path, "tensor '", name,
-          "' must be an object {dtype, shape, data_offsets}, got ", value.dump());
+    ST_CHECK(value.is_object(), path, "tensor ", quote_name(name),
+             " must be an object {dtype, shape, data_offsets}, got ", json_excerpt(value));
     for (const auto& [key, unused] : value.items()) {
         bool known = key == kEntryKeys[0] || key == kEntryKeys[1] || key == kEntryKeys[2];
-        check(known, path, "tensor '", name, "' has unknown key '", key,
-              "' (expected dtype, shape, data_offsets)");
+        ST_CHECK(known, path, "tensor ", quote_name(name), " has unknown key ", quote_name(key),
+                 " (expected dtype, shape, data_offsets)");
     }
     for (const char* key : kEntryKeys)
-        check(value.contains(key), path, "tensor '", name, "' has no '", key, "'");
+        ST_CHECK(value.contains(key), path, "tensor ", quote_name(name), " has no '", key, "'");
     Entry entry;
     entry.name = name;
     const Json& dtype = value["dtype"];
-    check(dtype.is_string() && name_to_dtype(dtype.get<std::string>(), &entry.dtype), path,
-          "tensor '", name, "' has unknown dtype ", dtype.dump(),
-          " (expected F32, F64, F16, BF16, I64, I32, U8 or BOOL)");
+    ST_CHECK(dtype.is_string() && name_to_dtype(dtype.get<std::string>(), &entry.dtype), path,
+             "tensor ", quote_name(name), " has unknown dtype ", json_excerpt(dtype),
+             " (expected F32, F64, F16, BF16, I64, I32, U8 or BOOL)");
     entry.shape = parse_shape(path, name, value["shape"]);
     parse_offsets(path, value["data_offsets"], data_size, &entry);
     return entry;
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const Json& value) {
-    check(value.is_object(), path, "__metadata__ must be an object of strings, got ", value.dump());
+    ST_CHECK(value.is_object(), path, "__metadata__ must be an object of strings, got ",
+             json_excerpt(value));
     std::map<std::string, std::string> metadata;
     for (const auto& [key, item] : value.items()) {
-        check(item.is_string(), path, "__metadata__ value of '", key, "' must be a string, got ",
-              item.dump());
+        ST_CHECK(item.is_string(), path, "__metadata__ value of ", quote_name(key),
+                 " must be a string, got ", json_excerpt(item));
         metadata[key] = item.get<std::string>();
     }
     return metadata;
 }
 
-// Sorted by begin, each tensor must start at or after the end of the previous one.
-void check_no_overlap(const std::string& path, std::vector<Entry> entries) {
+// The tensors, in offset order, must tile the data section exactly, as the reference
+// implementation requires: no overlap, no gap, no byte after the last one. A header length
+// that points into the header's padding, or bytes appended to a file, shift or extend the
+// data section, and would otherwise load every weight from the wrong place.
+void check_tiling(const std::string& path, std::vector<Entry> entries, uint64_t data_size) {
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
         return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
-    for (size_t i = 1; i < entries.size(); ++i) {
-        const Entry& a = entries[i - 1];
-        const Entry& b = entries[i];
-        bool empty = a.begin == a.end || b.begin == b.end;  // zero bytes overlap nothing
-        check(empty || b.begin >= a.end, path, "tensors '", a.name, "' [", a.begin, ", ", a.end,
-              "] and '", b.name, "' [", b.begin, ", ", b.end, "] overlap");
+    uint64_t position = 0;
+    const Entry* previous = nullptr;
+    for (const Entry& e : entries) {
+        ST_CHECK(e.begin >= position, path, "tensors ", quote_name(previous->name), " [",
+                 previous->begin, ", ", previous->end, "] and ", quote_name(e.name), " [", e.begin,
+                 ", ", e.end, "] overlap");
+        ST_CHECK(e.begin == position, path, "tensor ", quote_name(e.name), " starts at byte ",
+                 e.begin, " of the data section but the tensors before it end at ", position,
+                 " (a gap of ", e.begin - position, " bytes)");
+        position = e.end;
+        if (e.end > e.begin) previous = &e;
     }
+    ST_CHECK(position == data_size, path, "the data section has ", data_size,
+             " bytes but its tensors cover ", position, ": ", data_size - position,
+             " unexplained bytes (a wrong header length, or data appended to the file)");
 }
 
 // Reads and checks the 8-byte length and the JSON header; returns the header object.
@@ -214,19 +225,70 @@ Json read_header(const std::string& path, const Mapping& file, uint64_t* header_
     uint64_t n = 0;
     std::memcpy(&n, file.bytes(), 8);
     uint64_t rest = file.size() - 8;
-    check(n <= rest, path, "header length ", n, " runs past the end of the file (", rest,
-          " bytes follow the length field)");
-    check(n <= kMaxHeaderBytes, path, "header length ", n, " exceeds the limit of ",
-          kMaxHeaderBytes, " bytes");
-    Json header;
-    try {
-        header = Json::parse(file.bytes() + 8, file.bytes() + 8 + n);
-    } catch (const Json::exception& e) {
-        check(false, path, "header is not valid JSON: ", e.what());
-    }
-    check(header.is_object(), path, "header must be a JSON object, got a ", header.type_name());
+    ST_CHECK(n <= rest, path, "header length ", n, " runs past the end of the file (", rest,
+             " bytes follow the length field)");
+    ST_CHECK(n <= kMaxHeaderBytes, path, "header length ", n, " exceeds the limit of ",
+             kMaxHeaderBytes, " bytes");
+    Json header = parse_json_strict(std::string_view(file.bytes() + 8, size_t(n)), "safetensors",
+                                    path + ": header", kMaxHeaderDepth);
+    ST_CHECK(header.is_object(), path, "header must be a JSON object, got a ", header.type_name());
     *header_size = n;
     return header;
+}
+
+// ---- the checksum ----
+// lumen's files carry a CRC-32 of their content in the metadata key "lumen.crc32" (8 hex
+// digits), over: for each tensor in name order its name, dtype, shape and data bytes, then
+// each other metadata entry in key order. It is independent of the header's formatting, and
+// covers every byte that means something.
+
+uint32_t crc_bytes(uint32_t crc, const void* data, size_t nbytes) {
+    // zlib returns the initial value 0 for a null buffer (a 0-d shape's data(), an empty
+    // tensor's storage): that would restart the sum, so nothing is not hashed at all.
+    if (nbytes == 0) return crc;
+    return uint32_t(crc32_z(crc, static_cast<const Bytef*>(data), nbytes));
+}
+
+uint32_t crc_text(uint32_t crc, const std::string& text) {
+    return crc_bytes(crc, text.c_str(), text.size() + 1);  // with the terminating NUL
+}
+
+uint32_t crc_tensor_head(uint32_t crc, const std::string& name, DType dtype, const Shape& shape) {
+    crc = crc_text(crc_text(crc, name), dtype_to_name(dtype));
+    uint64_t rank = shape.size();
+    crc = crc_bytes(crc, &rank, 8);
+    return crc_bytes(crc, shape.data(), shape.size() * sizeof(int64_t));
+}
+
+uint32_t crc_metadata(uint32_t crc, const std::map<std::string, std::string>& metadata) {
+    for (const auto& [key, value] : metadata)
+        if (key != kChecksumKey) crc = crc_text(crc_text(crc, key), value);
+    return crc;
+}
+
+std::string hex8(uint32_t value) {
+    char text[9];
+    std::snprintf(text, sizeof(text), "%08x", value);
+    return text;
+}
+
+void verify_checksum(const std::string& path, const std::string& recorded,
+                     std::vector<Entry> entries, const char* data,
+                     const std::map<std::string, std::string>& metadata) {
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.name < b.name; });
+    uint32_t crc = crc32_z(0, nullptr, 0);
+    for (const Entry& e : entries) {
+        crc = crc_tensor_head(crc, e.name, e.dtype, e.shape);
+        crc = crc_bytes(crc, data + e.begin, size_t(e.end - e.begin));
+    }
+    crc = crc_metadata(crc, metadata);
+    ST_CHECK(
+        recorded.size() == 8 && recorded.find_first_not_of("0123456789abcdef") == std::string::npos,
+        path, "metadata '", kChecksumKey, "' must be 8 lowercase hex digits, got '",
+        recorded.substr(0, 40), "'");
+    ST_CHECK(hex8(crc) == recorded, path, "checksum mismatch: the content's CRC-32 is ", hex8(crc),
+             " but the file records ", recorded, " (the file is damaged)");
 }
 
 Tensor make_tensor(const std::shared_ptr<Mapping>& file, const char* data, const Entry& entry) {
@@ -275,7 +337,12 @@ SafetensorsFile load_safetensors(const std::string& path) {
             entries.push_back(parse_entry(path, name, value, data_size));
         }
     }
-    check_no_overlap(path, entries);
+    check_tiling(path, entries, data_size);
+    if (auto checksum = out.metadata.find(kChecksumKey); checksum != out.metadata.end()) {
+        verify_checksum(path, checksum->second, entries, data, out.metadata);
+        out.metadata.erase(checksum);
+        out.checksum_verified = true;
+    }
     for (const Entry& entry : entries) out.tensors[entry.name] = make_tensor(file, data, entry);
     return out;
 }
@@ -284,37 +351,38 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 namespace {
 
-struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-void write_bytes(std::FILE* f, const void* data, size_t nbytes, const std::string& path) {
-    if (nbytes == 0) return;
-    check(std::fwrite(data, 1, nbytes, f) == nbytes, path, "write of ", nbytes,
-          " bytes failed: ", std::strerror(errno));
-}
-
+// The header with the checksum as "00000000"; `checksum_at` receives the offset of those digits
+// in the file, where save_safetensors writes the real value once the data is written.
 std::string build_header(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                         const std::map<std::string, std::string>& metadata) {
+                         std::map<std::string, std::string> metadata, uint64_t* checksum_at) {
     Json header = Json::object();
     uint64_t offset = 0;
     for (const auto& [name, tensor] : tensors) {
-        check(!name.empty() && name != "__metadata__", path, "invalid tensor name '", name, "'");
-        check(tensor.defined(), path, "tensor '", name, "' is undefined");
+        ST_CHECK(!name.empty() && name != "__metadata__", path, "invalid tensor name ",
+                 quote_name(name));
+        ST_CHECK(tensor.defined(), path, "tensor ", quote_name(name), " is undefined");
         uint64_t nbytes = uint64_t(tensor.numel()) * tensor.element_size();
         header[name] = {{"dtype", dtype_to_name(tensor.dtype())},
                         {"shape", tensor.shape()},
                         {"data_offsets", {offset, offset + nbytes}}};
         offset += nbytes;
     }
-    if (!metadata.empty()) header["__metadata__"] = metadata;
+    ST_CHECK(!metadata.count(kChecksumKey), path, "metadata key '", kChecksumKey,
+             "' is reserved: lumen writes the file's checksum there");
+    const std::string placeholder = "00000000";
+    metadata[kChecksumKey] = placeholder;
+    header["__metadata__"] = metadata;
     std::string text;
     try {
         text = header.dump();
     } catch (const Json::exception& e) {
-        check(false, path,
-              "cannot encode the header (names and metadata must be UTF-8): ", e.what());
+        ST_FAIL(path, "cannot encode the header (names and metadata must be UTF-8): ", e.what());
     }
+    // Names and values are escaped in the dump, so this quoted pair occurs exactly once.
+    const std::string marker = std::string("\"") + kChecksumKey + "\":\"" + placeholder + "\"";
+    size_t at = text.find(marker);
+    LUMEN_ASSERT(at != std::string::npos);
+    *checksum_at = 8 + at + marker.size() - 1 - placeholder.size();
     text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data section 8-byte aligned
     return text;
 }
@@ -323,29 +391,36 @@ std::string build_header(const std::string& path, const std::map<std::string, Te
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
-    std::string header = build_header(path, tensors, metadata);
+    uint64_t checksum_at = 0;
+    std::string header = build_header(path, tensors, metadata, &checksum_at);
     std::string temp = path + ".tmp";
-    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(temp.c_str(), "wb"));
-    check(f != nullptr, temp, "cannot open for writing: ", std::strerror(errno));
     try {
+        FileWriter out(temp, "safetensors", FileWriter::Mode::truncate);
         uint64_t n = header.size();
-        write_bytes(f.get(), &n, 8, temp);
-        write_bytes(f.get(), header.data(), header.size(), temp);
+        out.write(&n, 8);
+        out.write(header);
+        uint32_t crc = crc32_z(0, nullptr, 0);
         for (const auto& [name, tensor] : tensors) {
+            if (fault::at("safetensors.data"))
+                ST_FAIL(temp, "write failed: ", std::strerror(ENOSPC));
             // One tensor at a time, so a CUDA model never needs a full host copy at once.
             Tensor host = tensor.detach().contiguous().cpu();
-            write_bytes(f.get(), host.data_ptr(), size_t(host.numel()) * host.element_size(), temp);
+            size_t nbytes = size_t(host.numel()) * host.element_size();
+            crc = crc_tensor_head(crc, name, host.dtype(), host.shape());
+            crc = crc_bytes(crc, host.data_ptr(), nbytes);
+            out.write(host.data_ptr(), nbytes);
         }
-        check(std::fclose(f.release()) == 0, temp, "close failed: ", std::strerror(errno));
+        crc = crc_metadata(crc, metadata);
+        out.write_at(checksum_at, hex8(crc).data(), 8);
+        out.close();
     } catch (...) {
-        f.reset();
         std::remove(temp.c_str());
         throw;
     }
     if (std::rename(temp.c_str(), path.c_str()) != 0) {
         int error = errno;
         std::remove(temp.c_str());
-        check(false, path, "cannot rename ", temp, " to it: ", std::strerror(error));
+        ST_FAIL(path, "cannot rename ", temp, " to it: ", std::strerror(error));
     }
 }
 

@@ -14,6 +14,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/error.h"
+#include "core/file_io.h"
+
 namespace lumen::datasets {
 
 namespace {
@@ -47,14 +50,9 @@ std::string hex(uint64_t value, int digits) {
 class GzReader {
   public:
     explicit GzReader(const std::string& path) : path_(path) {
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) LUMEN_FAIL("idx", path, ": cannot open: ", std::strerror(errno));
-        struct stat info {};
-        if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-            ::close(fd);
-            LUMEN_FAIL("idx", path, ": not a regular file");
-        }
-        file_bytes_ = int64_t(info.st_size);
+        uint64_t size = 0;
+        int fd = open_regular_file(path, "idx", &size).release();  // a FIFO is refused at once
+        file_bytes_ = int64_t(size);
         file_ = gzdopen(fd, "rb");
         if (!file_) {
             ::close(fd);

@@ -3,6 +3,7 @@
 #include "models/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -24,17 +25,27 @@ std::string joined(const std::vector<std::string>& names) {
 
 // Keys shared by both ViT presets (Table 3 values, Fashion-MNIST's input).
 std::vector<nn::OptionSpec> vit_common_options() {
+    using nn::Range;
+    const Range size = Range::between(1, 1 << 16), rate = Range::between(0, 1, true);
     return {
-        {"img_size", std::vector<int64_t>{28, 28}, "input (H, W); divisible by patch_size"},
-        {"in_chans", int64_t(1), "input channels"},
-        {"num_classes", int64_t(10), "output classes"},
-        {"patch_size", int64_t(4), "square patch side (a conv of this kernel and stride)"},
-        {"embed_dim", int64_t(256), "token width D"},
-        {"depth", int64_t(8), "number of blocks"},
-        {"num_heads", int64_t(8), "attention heads"},
-        {"drop", 0.05, "dropout on embeddings, attention projection and FFN"},
-        {"attn_drop", 0.0, "dropout on the attention map"},
-        {"drop_path", 0.0, "stochastic depth of every block"},
+        {"img_size",
+         std::vector<int64_t>{28, 28},
+         "input (H, W); divisible by patch_size",
+         {},
+         size},
+        {"in_chans", int64_t(1), "input channels", {}, size},
+        {"num_classes", int64_t(10), "output classes", {}, Range::between(1, 1e7)},
+        {"patch_size",
+         int64_t(4),
+         "square patch side (a conv of this kernel and stride)",
+         {},
+         size},
+        {"embed_dim", int64_t(256), "token width D", {}, size},
+        {"depth", int64_t(8), "number of blocks", {}, Range::between(0, 1e6)},
+        {"num_heads", int64_t(8), "attention heads", {}, size},
+        {"drop", 0.05, "dropout on embeddings, attention projection and FFN", {}, rate},
+        {"attn_drop", 0.0, "dropout on the attention map", {}, rate},
+        {"drop_path", 0.0, "stochastic depth of every block", {}, rate},
     };
 }
 
@@ -57,9 +68,44 @@ ModelInput vit_input(const nn::Options& o) {
     return {o.get_int("in_chans"), o.get_ints("img_size"), o.get_int("num_classes")};
 }
 
+// Attention maps of size (heads, T, T) that a variant keeps per example: the softmax ones one
+// (differential and M-DGSA two); the linear, windowed and state-space ones none.
+double attention_maps(const std::string& type) {
+    if (type == "mhsa" || type == "vitpt_softmax" || type == "pvt_sa" || type == "pvt_da" ||
+        type == "pvt_sra")
+        return 1;
+    if (type == "diff" || type == "dgsa") return 2;
+    return 0;
+}
+
+// ViT / DGViT parameters from the layer shapes (models/vit.h), with an attention of about
+// 4 D^2 weights (q, k, v, out; M-DGSA's gates add 2 D^2), and activations per example: about
+// 16 token-width tensors per block (norms, projections, residuals, dropout masks), the MLP's
+// hidden tensors, and 3 float32 copies of each attention map (scores, softmax, its dropout).
+// tests/models/test_registry_cost.cpp holds it to the real parameter count and memory peak.
+models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, bool swiglu,
+                           double ratio) {
+    const std::vector<int64_t>& img = o.get_ints("img_size");
+    const double d = double(o.get_int("embed_dim")), depth = double(o.get_int("depth"));
+    const double p = double(o.get_int("patch_size")), heads = double(o.get_int("num_heads"));
+    const double classes = double(o.get_int("num_classes")), chans = double(o.get_int("in_chans"));
+    const double tokens = 1 + std::floor(double(img[0]) / p) * std::floor(double(img[1]) / p);
+    const double hidden = swiglu ? std::floor(ratio * d / 2) : std::floor(ratio * d);
+    const double mlp = swiglu ? 3 * hidden * d + 2 * hidden + d : 2 * hidden * d + hidden + d;
+    const double attention = (attn_type == "dgsa" ? 6 : 4) * d * d + 4 * d;
+    const double block = attention + mlp + 4 * d;
+    models::ModelCost cost;
+    cost.parameters =
+        depth * block + chans * p * p * d + d + d + tokens * d + 2 * d + d * classes + classes;
+    const double maps = attention_maps(attn_type) * heads * tokens * tokens;
+    const double per_block = tokens * (16 * d + (swiglu ? 5 : 3) * hidden) + 3 * maps;
+    cost.activation_bytes = 4 * (depth * per_block + 4 * tokens * d + chans * img[0] * img[1]);
+    return cost;
+}
+
 ModelEntry vit_entry() {
     std::vector<nn::OptionSpec> options = vit_common_options();
-    options.push_back({"mlp_ratio", 4.0, "GELU MLP hidden width / D"});
+    options.push_back({"mlp_ratio", 4.0, "GELU MLP hidden width / D", {}, nn::Range::above(0)});
     options.push_back({"attn_type", std::string("mhsa"), "a registered attention variant",
                        nn::attention_names()});
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
@@ -68,14 +114,29 @@ ModelEntry vit_entry() {
         config.block.attn_type = o.get_string("attn_type");
         return std::make_shared<ViT>(config);
     };
-    return {"vit", "ViT classifier (timm layout; spec diff 3.1): MHSA + GELU MLP blocks",
-            std::move(options), build, vit_input};
+    auto cost = [](const nn::Options& o) {
+        return vit_cost(o, o.get_string("attn_type"), false, o.get_double("mlp_ratio"));
+    };
+    return {"vit",
+            "ViT classifier (timm layout; spec diff 3.1): MHSA + GELU MLP blocks",
+            std::move(options),
+            build,
+            vit_input,
+            cost};
 }
 
 ModelEntry dgvit_entry() {
     std::vector<nn::OptionSpec> options = vit_common_options();
-    options.push_back({"ffn_expansion", 4.0, "SwiGLU expansion k (gated width k D / 2)"});
-    options.push_back({"ffn_dropouts", int64_t(2), "2: dropout after both FFN layers, 1: first"});
+    options.push_back({"ffn_expansion",
+                       4.0,
+                       "SwiGLU expansion k (gated width k D / 2)",
+                       {},
+                       nn::Range::above(0)});
+    options.push_back({"ffn_dropouts",
+                       int64_t(2),
+                       "2: dropout after both FFN layers, 1: first",
+                       {},
+                       nn::Range::between(1, 2)});
     options.push_back({"lambda_init", 0.8, "M-DGSA lambda_init"});
     options.push_back({"q_residual", true, "add the query projection to the attention output"});
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
@@ -85,8 +146,15 @@ ModelEntry dgvit_entry() {
                                      {"q_residual", o.get_bool("q_residual") ? 1.0 : 0.0}};
         return std::make_shared<ViT>(config);
     };
-    return {"dgvit", "DGViT (spec diff 3.2): M-DGSA attention + packed SwiGLU blocks",
-            std::move(options), build, vit_input};
+    auto cost = [](const nn::Options& o) {
+        return vit_cost(o, "dgsa", true, o.get_double("ffn_expansion"));
+    };
+    return {"dgvit",
+            "DGViT (spec diff 3.2): M-DGSA attention + packed SwiGLU blocks",
+            std::move(options),
+            build,
+            vit_input,
+            cost};
 }
 
 std::map<std::string, ModelEntry>& registry() {

@@ -21,6 +21,13 @@ struct ModelInput {
     int64_t num_classes = 0;
 };
 
+// The rough size of training a model, from its options alone (nothing is allocated), so that
+// a config asking for more than the machine has is refused before building.
+struct ModelCost {
+    double parameters = 0;        // number of parameters
+    double activation_bytes = 0;  // kept for the backward pass, per example of a batch
+};
+
 struct ModelEntry {
     std::string name;
     std::string description;              // one line
@@ -29,6 +36,8 @@ struct ModelEntry {
     std::function<std::shared_ptr<nn::Module>(const nn::Options&)> build;
     // The input and classes the options describe (in_chans, img_size, num_classes keys).
     std::function<ModelInput(const nn::Options&)> input;
+    // The estimate above (may be empty: then no check is made).
+    std::function<ModelCost(const nn::Options&)> cost;
 };
 
 // Adds an entry; throws [models] if the name is taken or the entry has no build function.

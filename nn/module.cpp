@@ -160,7 +160,8 @@ std::map<std::string, Tensor> Module::state_dict() const {
     return out;
 }
 
-LoadReport Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict) {
+LoadReport Module::load_state_dict(const std::map<std::string, Tensor>& state, bool strict,
+                                   bool allow_cast) {
     std::map<std::string, Tensor> own = state_dict();
     LoadReport report;
     for (const auto& [name, tensor] : own) {
@@ -172,6 +173,14 @@ LoadReport Module::load_state_dict(const std::map<std::string, Tensor>& state, b
                 name + ": got " +
                 (it->second.defined() ? shape_text(it->second.shape()) : "undefined") +
                 ", expected " + shape_text(tensor.shape()));
+        } else if (it->second.dtype() != tensor.dtype()) {
+            std::string change =
+                detail::cat(name, ": ", it->second.dtype(), " -> ", tensor.dtype());
+            if (allow_cast)
+                report.cast.push_back(change);
+            else
+                report.mismatched.push_back(detail::cat(name, ": got dtype ", it->second.dtype(),
+                                                        ", expected ", tensor.dtype()));
         }
     }
     for (const auto& [name, unused] : state)
@@ -184,7 +193,7 @@ LoadReport Module::load_state_dict(const std::map<std::string, Tensor>& state, b
         if (!report.unexpected.empty())
             message += "\n  unexpected keys: " + name_list(report.unexpected);
         if (!report.mismatched.empty())
-            message += "\n  shape mismatches: " + name_list(report.mismatched);
+            message += "\n  shape or dtype mismatches: " + name_list(report.mismatched);
         LUMEN_FAIL("load_state_dict", message);
     }
     NoGradGuard no_grad;

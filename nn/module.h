@@ -24,7 +24,8 @@ using NamedTensor = std::pair<std::string, Tensor>;
 struct LoadReport {
     std::vector<std::string> missing;
     std::vector<std::string> unexpected;
-    std::vector<std::string> mismatched;
+    std::vector<std::string> mismatched;  // "name: got [2, 3], expected [3, 2]" (shape or dtype)
+    std::vector<std::string> cast;        // "name: int32 -> float32", with allow_cast only
     bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
 };
 
@@ -62,11 +63,14 @@ class Module {
 
     // Parameters and persistent buffers by full name, detached (they share storage).
     std::map<std::string, Tensor> state_dict() const;
-    // Copies values into the module's own tensors (converting dtype and device), so handles
-    // held elsewhere (optimizers) stay valid. A shape mismatch always throws; with `strict`,
-    // missing or unexpected keys throw too. The message of [load_state_dict] lists every
-    // missing, unexpected and mis-shaped key with both shapes. Returns what was found.
-    LoadReport load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true);
+    // Copies values into the module's own tensors (moving them to its device), so handles held
+    // elsewhere (optimizers) stay valid. A shape mismatch always throws, and so does a dtype
+    // mismatch unless `allow_cast` (then the value is converted and listed in report.cast);
+    // with `strict`, missing or unexpected keys throw too. The message of [load_state_dict]
+    // lists every missing, unexpected and mismatched key with both shapes or dtypes. Returns
+    // what was found.
+    LoadReport load_state_dict(const std::map<std::string, Tensor>& state, bool strict = true,
+                               bool allow_cast = false);
 
     // Training mode (dropout active, batch norm uses batch statistics) for this module and
     // every descendant; eval() is train(false).

@@ -2,6 +2,7 @@
 #include "nn/options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -23,9 +24,14 @@ std::string with_article(const char* type) {
            type;
 }
 
-std::string number_text(double x) {
-    // %.17g always round-trips; try shorter forms first so 0.0003 prints as 0.0003.
+// `bare`: whole numbers print as integers ("1000000"; for ranges), else as numbers ("1.0").
+std::string number_text(double x, bool bare = false) {
     char buffer[32];
+    if (bare && x == std::floor(x) && std::abs(x) < 1e15) {
+        std::snprintf(buffer, sizeof(buffer), "%.0f", x);
+        return buffer;
+    }
+    // %.17g always round-trips; try shorter forms first so 0.0003 prints as 0.0003.
     for (int digits = 6; digits <= 17; ++digits) {
         std::snprintf(buffer, sizeof(buffer), "%.*g", digits, x);
         if (std::stod(buffer) == x) break;
@@ -56,16 +62,57 @@ std::string format_option(const OptionValue& value) {
     return out.str();
 }
 
+bool Range::contains(double x) const {
+    return std::isfinite(x) && (min_open ? x > min : x >= min) && (max_open ? x < max : x <= max);
+}
+
+std::string Range::str() const {
+    const bool low = std::isfinite(min), high = std::isfinite(max);
+    if (!low && !high) return "finite";
+    if (!high) return std::string(min_open ? "> " : ">= ") + number_text(min, true);
+    if (!low) return std::string(max_open ? "< " : "<= ") + number_text(max, true);
+    return std::string(min_open ? "(" : "[") + number_text(min, true) + ", " +
+           number_text(max, true) + (max_open ? ")" : "]");
+}
+
+namespace {
+
+// The numbers of a value (one, or a list's items) must lie in the spec's range.
+void check_range(const OptionSpec& spec, const OptionValue& value, const std::string& owner,
+                 const std::string& where) {
+    std::vector<double> numbers;
+    if (auto* i = std::get_if<int64_t>(&value)) numbers = {double(*i)};
+    if (auto* d = std::get_if<double>(&value)) numbers = {*d};
+    if (auto* list = std::get_if<std::vector<int64_t>>(&value))
+        numbers.assign(list->begin(), list->end());
+    if (auto* list = std::get_if<std::vector<double>>(&value)) numbers = *list;
+    const bool is_list = value.index() >= 4;
+    const std::string range = spec.range.str();
+    const bool interval = range[0] == '[' || range[0] == '(';
+    for (double x : numbers) {
+        if (spec.range.contains(x)) continue;
+        LUMEN_FAIL(owner, is_list ? "each value of " : "", "option '", where, "' must be ",
+                   !std::isfinite(x) || range == "finite" ? "a finite number"
+                   : interval                             ? "in " + range
+                                                          : range,
+                   ", got ", format_option(value));
+    }
+}
+
+}  // namespace
+
 OptionValue coerce_option(const OptionSpec& spec, const OptionValue& value,
                           const std::string& owner, const std::string& where) {
     const OptionValue& want = spec.default_value;
+    OptionValue converted = value;
     if (std::holds_alternative<double>(want))
-        if (auto* i = std::get_if<int64_t>(&value)) return double(*i);
+        if (auto* i = std::get_if<int64_t>(&value)) converted = double(*i);
     if (std::holds_alternative<std::vector<double>>(want))
         if (auto* ints = std::get_if<std::vector<int64_t>>(&value))
-            return std::vector<double>(ints->begin(), ints->end());
-    LUMEN_CHECK(value.index() == want.index(), owner, "option '", where, "' expects ",
+            converted = std::vector<double>(ints->begin(), ints->end());
+    LUMEN_CHECK(converted.index() == want.index(), owner, "option '", where, "' expects ",
                 with_article(option_type_name(want)), ", got ", format_option(value));
+    check_range(spec, converted, owner, where);
     if (auto* text = std::get_if<std::string>(&value); text && !spec.choices.empty()) {
         const auto& choices = spec.choices;
         if (std::find(choices.begin(), choices.end(), *text) == choices.end()) {
@@ -75,7 +122,7 @@ OptionValue coerce_option(const OptionSpec& spec, const OptionValue& value,
                        "\"", guess.empty() ? "" : "; did you mean \"" + guess + "\"?");
         }
     }
-    return value;
+    return converted;
 }
 
 const OptionValue& Options::get(const std::string& key) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <variant>
@@ -22,18 +23,41 @@ const char* option_type_name(const OptionValue& value);
 // JSON text: true, 3, 0.0003, "dgvit", [28, 28]. Numbers use the shortest round-trip form.
 std::string format_option(const OptionValue& value);
 
+// The values a number key allows (an integer or number key, or each item of a list), e.g.
+// Range::at_least(1) for a count, Range::between(0, 1, true) for [0, 1). Numbers must be
+// finite whatever the range.
+struct Range {
+    double min = -std::numeric_limits<double>::infinity();
+    double max = std::numeric_limits<double>::infinity();
+    bool max_open = false;  // max itself is excluded
+    bool min_open = false;  // min itself is excluded
+
+    static Range at_least(double min) { return {min}; }
+    static Range above(double min) {
+        return {min, std::numeric_limits<double>::infinity(), false, true};
+    }
+    static Range between(double min, double max, bool max_open = false) {
+        return {min, max, max_open};
+    }
+    bool contains(double x) const;
+    // ">= 1", "> 0", "[0, 1)", "[1, 1000000]".
+    std::string str() const;
+};
+
 struct OptionSpec {
     std::string key;
     OptionValue default_value;  // also fixes the type
     std::string help;
     std::vector<std::string> choices;  // for strings: the allowed values (empty: any)
+    Range range;                       // for numbers: the allowed values (default: any finite)
 };
 
 // `value` converted to the spec's type: an integer where a number is expected becomes a
 // number, a list of integers a list of numbers; a string must be one of spec.choices when
-// there are some. Throws [<owner>] "option '<where>' expects a <type>, got <value>" or names
-// the allowed values (with the closest one suggested). `where` is the key as the user wrote it
-// (e.g. with its section: "model.depth").
+// there are some; a number (or each number of a list) must be finite and in spec.range.
+// Throws [<owner>] "option '<where>' expects a <type>, got <value>", "option '<where>' must
+// be in [1, 1000000], got 0", or names the allowed values (with the closest one suggested). `where`
+// is the key as the user wrote it (e.g. with its section: "model.depth").
 OptionValue coerce_option(const OptionSpec& spec, const OptionValue& value,
                           const std::string& owner, const std::string& where);
 

@@ -11,7 +11,7 @@ void save_state_dict(const Module& module, const std::string& path,
 }
 
 LoadReport load_state_dict(Module& module, const std::string& path, bool strict,
-                           const KeyRename& rename) {
+                           const KeyRename& rename, bool allow_cast) {
     SafetensorsFile file = load_safetensors(path);
     std::map<std::string, Tensor> state;
     for (auto& [key, tensor] : file.tensors) {
@@ -22,7 +22,7 @@ LoadReport load_state_dict(Module& module, const std::string& path, bool strict,
         state[name] = tensor;
     }
     try {
-        return module.load_state_dict(state, strict);
+        return module.load_state_dict(state, strict, allow_cast);
     } catch (const Error& e) {
         std::string message = e.what();
         const std::string prefix = "[load_state_dict] ";

@@ -20,10 +20,11 @@ void save_state_dict(const Module& module, const std::string& path,
 using KeyRename = std::function<std::string(const std::string&)>;
 
 // Reads `path` and loads it into `module` (Module::load_state_dict semantics: shape mismatches
-// always throw, missing/unexpected keys throw when `strict`). `rename`, when given, maps every
-// key of the file first (checkpoints saved with other names). Errors name the file:
+// always throw, dtype mismatches unless `allow_cast`, missing/unexpected keys when `strict`).
+// `rename`, when given, maps every key of the file first (checkpoints saved with other
+// names). Errors name the file:
 // "[load_state_dict] <path>: state dict does not fit ViT: missing keys: ...".
 LoadReport load_state_dict(Module& module, const std::string& path, bool strict = true,
-                           const KeyRename& rename = nullptr);
+                           const KeyRename& rename = nullptr, bool allow_cast = false);
 
 }  // namespace lumen::nn

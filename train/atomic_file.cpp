@@ -5,12 +5,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/fault.h"
+#include "core/file_io.h"
 
 namespace lumen::train {
 
@@ -19,8 +20,11 @@ namespace fs = std::filesystem;
 void fsync_path(const std::string& path) {
     // O_RDONLY works for directories as well as files; fsync applies to the inode, so a
     // descriptor opened after the writer closed still flushes the writer's data.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    LUMEN_CHECK(fd >= 0, "atomic_file", path, ": cannot open to fsync: ", std::strerror(errno));
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int error = errno;
+        LUMEN_FAIL("atomic_file", path, ": cannot open to fsync: ", std::strerror(error));
+    }
     int result = ::fsync(fd);
     int error = errno;
     ::close(fd);
@@ -30,12 +34,17 @@ void fsync_path(const std::string& path) {
 void commit_file(const std::string& temp, const std::string& path) {
     try {
         fsync_path(temp);
-        LUMEN_CHECK(std::rename(temp.c_str(), path.c_str()) == 0, "atomic_file", "cannot rename ",
-                    temp, " to ", path, ": ", std::strerror(errno));
+        fault::at("atomic.before_rename");
+        if (std::rename(temp.c_str(), path.c_str()) != 0) {
+            int error = errno;
+            LUMEN_FAIL("atomic_file", "cannot rename ", temp, " to ", path, ": ",
+                       std::strerror(error));
+        }
     } catch (...) {
         std::remove(temp.c_str());
         throw;
     }
+    fault::at("atomic.after_rename");
     fs::path parent = fs::path(path).parent_path();
     fsync_path(parent.empty() ? "." : parent.string());
 }
@@ -54,12 +63,9 @@ void write_atomically(const std::string& path,
 
 void write_text_atomically(const std::string& path, const std::string& text) {
     write_atomically(path, [&](const std::string& temp) {
-        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-        LUMEN_CHECK(out.good(), "atomic_file", temp,
-                    ": cannot open for writing: ", std::strerror(errno));
-        out << text;
+        FileWriter out(temp, "atomic_file");
+        out.write(text);
         out.close();
-        LUMEN_CHECK(!out.fail(), "atomic_file", temp, ": write failed: ", std::strerror(errno));
     });
 }
 

@@ -3,13 +3,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <type_traits>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_strict.h"
 #include "core/random.h"
 #include "core/safetensors.h"
 #include "train/atomic_file.h"
@@ -22,6 +23,10 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr const char* kStateKey = "lumen.checkpoint";
+// Format 2 added the checksum (safetensors "lumen.crc32") and the best record.
+constexpr int64_t kFormat = 2;
+constexpr int kMaxStateDepth = 8;    // the state JSON nests 3 levels
+constexpr int kMaxConfigDepth = 32;  // as train/config.cpp
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kOptimizerPrefix = "optimizer.";
 
@@ -30,7 +35,9 @@ Json state_to_json(const CheckpointState& s, const Optimizer& optimizer) {
     for (const ParamGroup& g : optimizer.param_groups())
         groups.push_back(
             {{"lr", g.lr}, {"weight_decay", g.weight_decay}, {"params", g.params.size()}});
-    return {{"format", 1},
+    Json best = nullptr;
+    if (s.best_value) best = {{"value", *s.best_value}, {"step", s.best_step}};
+    return {{"format", kFormat},
             {"epoch", s.epoch},
             {"step", s.step},
             {"batch_in_epoch", s.batch_in_epoch},
@@ -39,6 +46,7 @@ Json state_to_json(const CheckpointState& s, const Optimizer& optimizer) {
             {"optimizer", optimizer.name()},
             {"param_groups", groups},
             {"schedule", s.schedule},
+            {"best", best},
             {"config", s.config_json},
             {"extra", s.extra_json}};
 }
@@ -64,28 +72,71 @@ std::map<std::string, Tensor> checkpoint_tensors(const std::string& path, const 
     return tensors;
 }
 
+// Reads one field of the state: present, of the right JSON type, and (integers) >= 0.
+template <typename T>
+T field(const std::string& path, const Json& j, const char* key) {
+    auto it = j.find(key);
+    LUMEN_CHECK(it != j.end(), "checkpoint", path, ": the checkpoint state has no '", key, "'");
+    bool ok = false;
+    if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
+    if constexpr (std::is_same_v<T, int64_t>)
+        ok = it->is_number_integer() && it->get<int64_t>() >= 0;
+    if constexpr (std::is_same_v<T, uint64_t>) ok = it->is_number_unsigned();
+    LUMEN_CHECK(ok, "checkpoint", path, ": the checkpoint state's '", key, "' must be ",
+                std::is_same_v<T, std::string> ? "a string" : "an integer >= 0", ", got ",
+                json_excerpt(*it));
+    return it->get<T>();
+}
+
+// The text must hold a JSON object (the config, the trainer's extra record).
+void check_object_text(const std::string& path, const std::string& text, const char* key) {
+    Json value = parse_json_strict(text, "checkpoint", path + ": the state's '" + key + "'",
+                                   kMaxConfigDepth);
+    LUMEN_CHECK(value.is_object(), "checkpoint", path, ": the checkpoint state's '", key,
+                "' must hold a JSON object, got ", json_excerpt(value));
+}
+
 CheckpointState state_from_json(const std::string& path, const std::string& text) {
-    try {
-        Json j = Json::parse(text);
-        CheckpointState s;
-        s.epoch = j.at("epoch").get<int64_t>();
-        s.step = j.at("step").get<int64_t>();
-        s.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
-        s.rng_seed = j.at("rng_seed").get<uint64_t>();
-        s.rng_offset = j.at("rng_offset").get<uint64_t>();
-        s.schedule = j.at("schedule").get<std::string>();
-        s.config_json = j.at("config").get<std::string>();
-        s.extra_json = j.at("extra").get<std::string>();
-        return s;
-    } catch (const Json::exception& e) {
-        LUMEN_FAIL("checkpoint", path, ": the checkpoint metadata is not valid: ", e.what());
+    Json j = parse_json_strict(text, "checkpoint", path + ": the checkpoint state", kMaxStateDepth);
+    LUMEN_CHECK(j.is_object(), "checkpoint", path, ": the checkpoint state must be a JSON object");
+    const int64_t format = field<int64_t>(path, j, "format");
+    LUMEN_CHECK(format == kFormat, "checkpoint", path, ": checkpoint format ", format,
+                " is not the format ", kFormat, " this lumen reads",
+                format < kFormat ? " (written by an older lumen, without a checksum)" : "");
+    CheckpointState s;
+    s.epoch = field<int64_t>(path, j, "epoch");
+    s.step = field<int64_t>(path, j, "step");
+    s.batch_in_epoch = field<int64_t>(path, j, "batch_in_epoch");
+    s.rng_seed = field<uint64_t>(path, j, "rng_seed");
+    s.rng_offset = field<uint64_t>(path, j, "rng_offset");
+    s.optimizer = field<std::string>(path, j, "optimizer");
+    s.schedule = field<std::string>(path, j, "schedule");
+    s.config_json = field<std::string>(path, j, "config");
+    s.extra_json = field<std::string>(path, j, "extra");
+    check_object_text(path, s.config_json, "config");
+    check_object_text(path, s.extra_json, "extra");
+    auto best = j.find("best");
+    LUMEN_CHECK(best != j.end() && (best->is_null() || best->is_object()), "checkpoint", path,
+                ": the checkpoint state's 'best' must be null or {value, step}");
+    if (best->is_object()) {
+        auto value = best->find("value");
+        LUMEN_CHECK(value != best->end() && value->is_number(), "checkpoint", path,
+                    ": the checkpoint state's best value must be a number");
+        s.best_value = value->get<double>();
+        s.best_step = field<int64_t>(path, *best, "step");
+        LUMEN_CHECK(s.best_step <= s.step, "checkpoint", path, ": the best checkpoint's step ",
+                    s.best_step, " comes after this checkpoint's step ", s.step);
     }
+    return s;
 }
 
 std::string metadata_text(const std::string& path, const SafetensorsFile& file) {
     auto it = file.metadata.find(kStateKey);
     LUMEN_CHECK(it != file.metadata.end(), "checkpoint", path, ": not a lumen checkpoint (no \"",
                 kStateKey, "\" metadata)");
+    LUMEN_CHECK(file.checksum_verified, "checkpoint", path,
+                ": the checkpoint has no checksum (lumen writes one into every checkpoint), so "
+                "its content cannot be trusted");
     return it->second;
 }
 
@@ -93,12 +144,12 @@ bool starts_with(const std::string& text, const std::string& prefix) {
     return text.rfind(prefix, 0) == 0;
 }
 
-// Replaces the optimizer's state with the file's "optimizer.<param>.<key>" tensors.
-void restore_optimizer(const std::string& path, const SafetensorsFile& file, nn::Module& module,
-                       Optimizer& optimizer) {
-    const std::string saved = Json::parse(metadata_text(path, file)).at("optimizer");
-    LUMEN_CHECK(saved == optimizer.name(), "checkpoint", path, ": saved with optimizer ", saved,
-                " but the run uses ", optimizer.name());
+// Replaces the optimizer's state with the file's "optimizer.<param>.<key>" tensors, each
+// checked against its parameter (Optimizer::check_state) before anything is replaced.
+void restore_optimizer(const std::string& path, const SafetensorsFile& file,
+                       const CheckpointState& state, nn::Module& module, Optimizer& optimizer) {
+    LUMEN_CHECK(state.optimizer == optimizer.name(), "checkpoint", path, ": saved with optimizer ",
+                state.optimizer, " but the run uses ", optimizer.name());
     std::map<std::string, Tensor> params;
     for (auto& [name, p] : module.named_parameters()) params[name] = p;
     std::map<std::string, ParamState> states;
@@ -112,12 +163,20 @@ void restore_optimizer(const std::string& path, const SafetensorsFile& file, nn:
         LUMEN_CHECK(dot != std::string::npos && p != params.end(), "checkpoint", path,
                     ": optimizer state '", key, "' belongs to no parameter of the ",
                     module.type_name());
-        const std::string name = rest.substr(dot + 1);
-        Tensor value = name == "step" ? tensor.clone() : tensor.to(p->second.device()).clone();
-        states[param][name] = value;
+        states[param][rest.substr(dot + 1)] = tensor;
     }
-    for (auto& [name, p] : params)
-        if (states.count(name) || optimizer.find_state(p)) optimizer.state(p) = states[name];
+    for (const auto& [name, state_of] : states) {
+        std::string problem = optimizer.check_state(params.at(name), state_of);
+        LUMEN_CHECK(problem.empty(), "checkpoint", path, ": the ", optimizer.name(),
+                    " state of parameter '", name, "' does not fit it: ", problem);
+    }
+    for (auto& [name, p] : params) {
+        if (!states.count(name) && !optimizer.find_state(p)) continue;
+        ParamState restored;
+        for (auto& [key, value] : states[name])
+            restored[key] = key == "step" ? value.clone() : value.to(p.device()).clone();
+        optimizer.state(p) = std::move(restored);
+    }
 }
 
 }  // namespace
@@ -149,7 +208,7 @@ CheckpointState load_checkpoint(const std::string& path, nn::Module& module, Opt
     } catch (const Error& e) {
         LUMEN_FAIL("checkpoint", path, ": ", e.what());
     }
-    if (optimizer) restore_optimizer(path, file, module, *optimizer);
+    if (optimizer) restore_optimizer(path, file, state, module, *optimizer);
     default_generator().manual_seed(state.rng_seed);
     default_generator().set_offset(state.rng_offset);
     return state;
@@ -159,6 +218,7 @@ void load_checkpoint_weights(const std::string& path, nn::Module& module) {
     SafetensorsFile file = load_safetensors(path);
     std::map<std::string, Tensor> weights;
     bool is_checkpoint = file.metadata.count(kStateKey) > 0;
+    if (is_checkpoint) state_from_json(path, metadata_text(path, file));
     for (auto& [key, tensor] : file.tensors) {
         if (!is_checkpoint)
             weights[key] = tensor;

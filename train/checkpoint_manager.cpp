@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/fault.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
 
@@ -53,46 +52,82 @@ CheckpointManager::CheckpointManager(std::string directory, CheckpointPolicy pol
                 policy_.keep_last);
     make_directories(directory_);
     kept_ = step_files(directory_);
-    // A resumed run continues the previous best; an unreadable index only loses that record.
-    std::ifstream in(directory_ + "/" + kIndexFile);
-    if (!in) return;
-    try {
-        Json index = Json::parse(in);
-        if (index.contains("best") && index["best"].is_object()) {
-            best_value_ = index["best"].at("value").get<double>();
-            best_step_ = index["best"].at("step").get<int64_t>();
-        }
-    } catch (const Json::exception&) {
-    }
 }
 
 std::string CheckpointManager::save(const nn::Module& module, const Optimizer& optimizer,
-                                    const CheckpointState& state, std::optional<double> metric) {
+                                    CheckpointState state, std::optional<double> metric) {
     const std::string name = step_file(state.step);
     const std::string path = directory_ + "/" + name;
-    save_checkpoint(path, module, optimizer, state);
-    kept_.erase(std::remove(kept_.begin(), kept_.end(), name), kept_.end());
-    kept_.push_back(name);
     bool better = metric && !policy_.best_metric.empty() &&
                   (!best_value_ ||
                    (policy_.higher_is_better ? *metric > *best_value_ : *metric < *best_value_));
     if (better) {
-        // A hard link shares the file's data: deleting the step file later keeps best.
-        const std::string best = directory_ + "/" + kBestFile, temp = best + ".partial";
-        std::error_code error;
-        fs::remove(temp, error);
-        fs::create_hard_link(path, temp, error);
-        if (error) fs::copy_file(path, temp, fs::copy_options::overwrite_existing);
-        commit_file(temp, best);
         best_value_ = metric;
         best_step_ = state.step;
     }
+    state.best_value = best_value_;
+    state.best_step = best_value_ ? best_step_ : -1;
+    save_checkpoint(path, module, optimizer, state);
+    kept_.erase(std::remove(kept_.begin(), kept_.end(), name), kept_.end());
+    kept_.push_back(name);
+    fault::at("checkpoint.before_best");
+    if (better) link_best(path);
+    fault::at("checkpoint.before_prune");
     while (int64_t(kept_.size()) > policy_.keep_last) {
         fs::remove(directory_ + "/" + kept_.front());
         kept_.erase(kept_.begin());
     }
+    fault::at("checkpoint.before_index");
     write_index(name);
     return path;
+}
+
+void CheckpointManager::link_best(const std::string& step_path) const {
+    // A hard link shares the file's data: deleting the step file later keeps best.
+    const std::string best = directory_ + "/" + kBestFile, temp = best + ".partial";
+    std::error_code error;
+    fs::remove(temp, error);
+    fs::create_hard_link(step_path, temp, error);
+    if (error) fs::copy_file(step_path, temp, fs::copy_options::overwrite_existing);
+    commit_file(temp, best);
+}
+
+std::vector<std::string> CheckpointManager::resume_from(const CheckpointState& state) {
+    std::vector<std::string> repairs;
+    best_value_ = state.best_value;
+    best_step_ = state.best_value ? state.best_step : -1;
+    const std::string best = directory_ + "/" + kBestFile;
+    int64_t linked_step = -1;  // the step best.safetensors holds now (-1: none or unreadable)
+    std::error_code error;
+    if (fs::exists(best, error)) {
+        try {
+            linked_step = read_checkpoint_state(best).step;
+        } catch (const Error&) {
+        }
+    }
+    if (linked_step == best_step_) return repairs;
+    if (best_step_ < 0) {
+        fs::remove(best, error);
+        repairs.push_back(best +
+                          ": removed; it came after the checkpoint resumed from, which "
+                          "had no best yet");
+        return repairs;
+    }
+    const std::string source = directory_ + "/" + step_file(best_step_);
+    if (!fs::exists(source, error)) {
+        repairs.push_back(best + ": holds step " + std::to_string(linked_step) +
+                          " but the best recorded is step " + std::to_string(best_step_) +
+                          ", whose file is gone; left as is");
+        return repairs;
+    }
+    link_best(source);
+    repairs.push_back(best + ": relinked to step " + std::to_string(best_step_) +
+                      ", the best recorded in the checkpoint (it held " +
+                      (linked_step < 0 ? std::string("nothing readable")
+                                       : "step " + std::to_string(linked_step)) +
+                      ")");
+    write_index(kept_.empty() ? "" : kept_.back());
+    return repairs;
 }
 
 void CheckpointManager::write_index(const std::string& latest_file) const {
@@ -105,15 +140,17 @@ void CheckpointManager::write_index(const std::string& latest_file) const {
     write_text_atomically(directory_ + "/" + kIndexFile, index.dump(2) + "\n");
 }
 
-std::string CheckpointManager::latest(const std::string& directory) {
+std::string CheckpointManager::latest(const std::string& directory,
+                                      std::vector<std::string>* skipped) {
     std::vector<std::string> names = step_files(directory);
     for (auto it = names.rbegin(); it != names.rend(); ++it) {
         const std::string path = directory + "/" + *it;
         try {
             read_checkpoint_state(path);
             return path;
-        } catch (const Error&) {
-            // A damaged file (not produced by save, which is atomic): try the one before.
+        } catch (const Error& e) {
+            // Damaged (save is atomic, so not by a kill): try the one before.
+            if (skipped) skipped->push_back(e.what());
         }
     }
     return "";

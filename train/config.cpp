@@ -3,12 +3,12 @@
 #include "train/config.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/json_strict.h"
 
 namespace lumen::train {
 
@@ -16,11 +16,16 @@ using Json = nlohmann::json;
 
 namespace {
 
+// A config nests two or three levels; deeper text is refused while parsing, before the
+// recursive flattening below could overflow the stack.
+constexpr int kMaxConfigDepth = 32;
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+
 nn::OptionValue list_value(const Json& list, const std::string& source, const std::string& key) {
     bool all_integers = true;
     for (const Json& item : list) {
         LUMEN_CHECK(item.is_number(), "config", source, ": '", key,
-                    "' must be a list of numbers, got ", list.dump());
+                    "' must be a list of numbers, got ", json_excerpt(list));
         all_integers = all_integers && item.is_number_integer();
     }
     if (all_integers) return list.get<std::vector<int64_t>>();
@@ -34,7 +39,7 @@ nn::OptionValue leaf_value(const Json& j, const std::string& source, const std::
     if (j.is_number()) return j.get<double>();
     if (j.is_string()) return j.get<std::string>();
     if (j.is_array()) return list_value(j, source, key);
-    LUMEN_FAIL("config", source, ": '", key, "' has an unsupported value ", j.dump());
+    LUMEN_FAIL("config", source, ": '", key, "' has an unsupported value ", json_excerpt(j));
 }
 
 void flatten(const Json& j, const std::string& prefix, const std::string& source,
@@ -43,10 +48,14 @@ void flatten(const Json& j, const std::string& prefix, const std::string& source
         LUMEN_CHECK(!it.key().empty(), "config", source, ": empty key in ",
                     prefix.empty() ? "the top level" : "'" + prefix + "'");
         std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-        if (it->is_object())
+        if (it->is_object()) {
             flatten(*it, key, source, out);
-        else
+        } else {
+            // {"optim": {"lr": 1}} and {"optim.lr": 2} name the same key.
+            LUMEN_CHECK(!out->count(key), "config", source, ": key '", key,
+                        "' is given twice (nested and dotted)");
             (*out)[key] = leaf_value(*it, source, key);
+        }
     }
 }
 
@@ -61,12 +70,7 @@ void flatten(const Json& j, const std::string& prefix, const std::string& source
 }  // namespace
 
 RawConfig RawConfig::parse(const std::string& text, const std::string& source) {
-    Json j;
-    try {
-        j = Json::parse(text);
-    } catch (const Json::exception& e) {
-        LUMEN_FAIL("config", source, ": not valid JSON: ", e.what());
-    }
+    Json j = parse_json_strict(text, "config", source, kMaxConfigDepth);
     LUMEN_CHECK(j.is_object(), "config", source, ": the top level must be a JSON object, got ",
                 j.type_name());
     RawConfig raw;
@@ -76,23 +80,24 @@ RawConfig RawConfig::parse(const std::string& text, const std::string& source) {
 }
 
 RawConfig RawConfig::read(const std::string& path) {
-    std::ifstream in(path);
-    LUMEN_CHECK(in.good(), "config", path, ": cannot read the file");
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse(text.str(), path);
+    return parse(read_file(path, "config", kMaxConfigBytes, "a config"), path);
 }
 
-void RawConfig::set(const std::string& assignment) {
+void RawConfig::assign(const std::string& assignment, const std::string& source) {
     size_t eq = assignment.find('=');
-    LUMEN_CHECK(eq != std::string::npos && eq > 0, "config", "--set expects key=value, got '",
+    LUMEN_CHECK(eq != std::string::npos && eq > 0, "config", source, " expects key=value, got '",
                 assignment, "'");
     const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-    Json j = Json::parse(text, nullptr, false);
-    if (j.is_discarded() || j.is_object() || j.is_null())
-        set(key, text);  // a bare word: the string itself
+    Json j;
+    try {
+        j = parse_json_strict(text, "config", source, kMaxConfigDepth);
+    } catch (const Error&) {
+        j = Json();  // not JSON: a bare word
+    }
+    if (j.is_object() || j.is_null())
+        set(key, text, source);  // the string itself
     else
-        set(key, leaf_value(j, "--set", key));
+        set(key, leaf_value(j, source, key), source);
 }
 
 void RawConfig::set(const std::string& key, nn::OptionValue value, const std::string& source) {

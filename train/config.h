@@ -16,15 +16,20 @@ namespace lumen::train {
 class RawConfig {
   public:
     // Parses JSON text. `source` names it in messages (a path, "--set", "checkpoint").
-    // Throws [config] <source>: ... for invalid JSON, a top level that is not an object, null,
-    // a list that is not all numbers, or an empty key.
+    // Throws [config] <source>: ... for invalid JSON, nesting deeper than 32 levels, a repeated
+    // key, a top level that is not an object, null, a list that is not all numbers, or an
+    // empty key.
     static RawConfig parse(const std::string& text, const std::string& source);
-    // Reads and parses a file; throws [config] naming the path when it cannot be read.
+    // Reads and parses a file; throws [config] naming the path when it cannot be read, is not
+    // a regular file or is over 16 MB. The JSON may nest at most 32 levels and may not repeat
+    // a key.
     static RawConfig read(const std::string& path);
 
     // Applies "key=value" (dotted key); the value is parsed as JSON when it is valid JSON and
-    // taken as a string otherwise (--set model.name=vit). Throws [config] without '='.
-    void set(const std::string& assignment);
+    // taken as a string otherwise (--set model.name=vit). `source` names the flag in messages.
+    // Throws [config] without '='.
+    void set(const std::string& assignment) { assign(assignment, "--set"); }
+    void assign(const std::string& assignment, const std::string& source);
     void set(const std::string& key, nn::OptionValue value, const std::string& source = "--set");
     std::optional<nn::OptionValue> find(const std::string& key) const;
     const std::map<std::string, nn::OptionValue>& values() const { return values_; }

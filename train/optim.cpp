@@ -2,6 +2,7 @@
 // with ops so they run on any device; results are copied into the parameters in place.
 #include "train/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -46,6 +47,41 @@ void Optimizer::set_momentum(double) { LUMEN_FAIL(name_, "has no momentum for a 
 
 ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl().get()]; }
 
+namespace {
+
+// "" when `state` holds exactly `names`, each like the parameter (shape and dtype), apart from
+// `count` (when not null) which must be a finite non-negative 0-d float64 tensor.
+std::string check_names(const Tensor& param, const ParamState& state,
+                        const std::vector<std::string>& names, const char* count) {
+    for (const auto& [name, tensor] : state) {
+        if (count && name == count) {
+            if (!tensor.defined() || tensor.ndim() != 0 || tensor.dtype() != DType::float64)
+                return detail::cat("'", name, "' must be a 0-d float64 count");
+            double value = tensor.item<double>();
+            if (!std::isfinite(value) || value < 0 || value != std::floor(value))
+                return detail::cat("'", name, "' must be a whole number >= 0, got ", value);
+            continue;
+        }
+        if (std::find(names.begin(), names.end(), name) == names.end())
+            return detail::cat("unexpected state '", name, "'");
+        if (!tensor.defined() || tensor.shape() != param.shape() || tensor.dtype() != param.dtype())
+            return detail::cat("'", name, "' has shape ",
+                               tensor.defined() ? tensor.shape() : Shape{}, " and dtype ",
+                               tensor.defined() ? tensor.dtype() : DType::float32,
+                               " but the parameter has ", param.shape(), " and ", param.dtype());
+    }
+    for (const std::string& name : names)
+        if (!state.count(name)) return detail::cat("no '", name, "'");
+    if (count && !state.count(count)) return detail::cat("no '", count, "'");
+    return "";
+}
+
+}  // namespace
+
+std::string Optimizer::check_state(const Tensor&, const ParamState& state) const {
+    return state.empty() ? "" : "this optimizer keeps no state";
+}
+
 const ParamState* Optimizer::find_state(const Tensor& param) const {
     auto it = state_.find(param.impl().get());
     return it == state_.end() ? nullptr : &it->second;
@@ -88,6 +124,11 @@ void SGD::step() {
     }
 }
 
+std::string SGD::check_state(const Tensor& param, const ParamState& state) const {
+    if (state.empty()) return "";  // no step yet, or momentum 0
+    return check_names(param, state, {"momentum_buffer"}, nullptr);
+}
+
 void SGD::set_momentum(double momentum) {
     check_hyper("SGD", "momentum", momentum);
     options.momentum = momentum;
@@ -123,6 +164,13 @@ AdamW::AdamW(const std::vector<Tensor>& params, double lr, AdamOptions opts, dou
 void Adam::set_momentum(double beta1) {
     check_beta(name().c_str(), "beta1", beta1);
     options.beta1 = beta1;
+}
+
+std::string Adam::check_state(const Tensor& param, const ParamState& state) const {
+    if (state.empty()) return "";  // no step yet
+    std::vector<std::string> names = {"exp_avg", "exp_avg_sq"};
+    if (options.amsgrad) names.push_back("max_exp_avg_sq");
+    return check_names(param, state, names, "step");
 }
 
 void Adam::step() {

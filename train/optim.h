@@ -49,6 +49,11 @@ class Optimizer {
     // The state of `param`, created empty on first use; find_state returns null when none.
     ParamState& state(const Tensor& param);
     const ParamState* find_state(const Tensor& param) const;
+    // Checks a state read back from a file before it replaces a parameter's: the names this
+    // optimizer keeps, each tensor with the parameter's shape and dtype, counts as finite
+    // non-negative 0-d tensors. Returns "" when it fits, else what is wrong (for a message
+    // that also names the file and the parameter).
+    virtual std::string check_state(const Tensor& param, const ParamState& state) const;
 
   protected:
     static void check_hyper(const std::string& who, const char* what, double value);
@@ -83,6 +88,7 @@ class SGD : public Optimizer {
         double weight_decay = 0.0);
     void step() override;
     void set_momentum(double momentum) override;  // >= 0
+    std::string check_state(const Tensor& param, const ParamState& state) const override;
     SGDOptions options;
 };
 
@@ -113,6 +119,7 @@ class Adam : public Optimizer {
          double weight_decay = 0.0);
     void step() override;
     void set_momentum(double beta1) override;  // in [0, 1)
+    std::string check_state(const Tensor& param, const ParamState& state) const override;
     AdamOptions options;
 
   protected:

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/fault.h"
+#include "core/file_io.h"
+#include "core/json_strict.h"
 #include "train/atomic_file.h"
 #include "train/plot_svg.h"
 
@@ -19,6 +22,8 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr const char* kMetrics = "metrics.jsonl";
+constexpr uint64_t kMaxMetricsBytes = 1ull << 30;
+constexpr int kMaxRecordDepth = 4;
 
 Json record_json(const MetricRecord& r) {
     Json j{{"type", r.type}, {"epoch", r.epoch}, {"step", r.step}};
@@ -32,8 +37,9 @@ Json record_json(const MetricRecord& r) {
 }
 
 MetricRecord parse_record(const std::string& line, const std::string& path, size_t number) {
+    Json j = parse_json_strict(line, "run_log", path + ": line " + std::to_string(number),
+                               kMaxRecordDepth);
     try {
-        Json j = Json::parse(line);
         MetricRecord r{j.at("type").get<std::string>(),
                        j.at("epoch").get<double>(),
                        j.at("step").get<int64_t>(),
@@ -52,12 +58,26 @@ MetricRecord parse_record(const std::string& line, const std::string& path, size
 RunLog::RunLog(std::string directory, int64_t keep_until_step) : directory_(std::move(directory)) {
     make_directories(directory_);
     const std::string file = path(kMetrics);
-    if (keep_until_step >= 0) {
-        std::ifstream in(file);
-        std::string line;
-        for (size_t number = 1; std::getline(in, line); ++number) {
+    if (keep_until_step >= 0 && std::filesystem::exists(file)) {
+        const std::string text = read_file(file, "run_log", kMaxMetricsBytes, "a metrics log");
+        size_t start = 0;
+        for (size_t number = 1; start < text.size(); ++number) {
+            size_t end = text.find('\n', start);
+            const bool torn = end == std::string::npos;  // the last line, without its newline
+            std::string line = text.substr(start, torn ? std::string::npos : end - start);
+            start = torn ? text.size() : end + 1;
             if (line.empty()) continue;
-            MetricRecord r = parse_record(line, file, number);
+            MetricRecord r;
+            try {
+                r = parse_record(line, file, number);
+            } catch (const Error& e) {
+                if (!torn) throw;
+                // A kill in the middle of append(): the record was never complete.
+                warnings_.push_back(file + ": dropped line " + std::to_string(number) +
+                                    ", a record cut short (the previous run was killed while "
+                                    "writing it)");
+                continue;
+            }
             if (r.step <= keep_until_step) records_.push_back(r);
         }
     }
@@ -71,10 +91,14 @@ void RunLog::write_config(const std::string& json_text) const {
 }
 
 void RunLog::append(const MetricRecord& record) {
-    const std::string file = path(kMetrics);
-    std::ofstream out(file, std::ios::app);
-    out << record_json(record).dump() << "\n" << std::flush;
-    LUMEN_CHECK(out.good(), "run_log", file, ": cannot append a record");
+    const std::string line = record_json(record).dump() + "\n";
+    FileWriter out(path(kMetrics), "run_log", FileWriter::Mode::append);
+    // Two writes around the fault point, so a test can kill the process mid-record.
+    const size_t half = line.size() / 2;
+    out.write(line.data(), half);
+    fault::at("run_log.mid_record");
+    out.write(line.data() + half, line.size() - half);
+    out.close();
     records_.push_back(record);
 }
 

@@ -62,17 +62,43 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
     LUMEN_CHECK(train_data_->num_batches() > 0, "Trainer", "the training data has no batch");
 }
 
+namespace {
+
+// A number of the trainer's extra record: finite and >= 0 (0 when absent).
+double extra_number(const std::string& path, const nlohmann::json& extra, const char* key) {
+    auto it = extra.find(key);
+    if (it == extra.end()) return 0.0;
+    LUMEN_CHECK(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0,
+                "checkpoint", path, ": the trainer record's '", key,
+                "' must be a finite number >= 0, got ", it->dump());
+    return it->get<double>();
+}
+
+}  // namespace
+
 void Trainer::resume(const std::string& checkpoint_path) {
     CheckpointState state = load_checkpoint(checkpoint_path, *model_, optimizer_.get());
+    const int64_t batches = train_data_->num_batches();
+    LUMEN_CHECK(state.batch_in_epoch < batches, "checkpoint", checkpoint_path,
+                ": the checkpoint stopped after batch ", state.batch_in_epoch,
+                " of an epoch, but an epoch of this run has ", batches,
+                " batches (did data.batch_size or the data change?)");
     epoch_ = state.epoch;
     step_ = state.step;
     batch_in_epoch_ = state.batch_in_epoch;
-    extra_json_ = state.extra_json;
-    nlohmann::json extra = nlohmann::json::parse(extra_json_, nullptr, false);
-    if (extra.is_object()) {
-        train_seconds_ = extra.value("train_seconds", 0.0);
-        images_trained_ = extra.value("images", int64_t(0));
-    }
+    // state_from_json checked that extra is a JSON object.
+    nlohmann::json extra = nlohmann::json::parse(state.extra_json);
+    train_seconds_ = extra_number(checkpoint_path, extra, "train_seconds");
+    images_trained_ = int64_t(extra_number(checkpoint_path, extra, "images"));
+    // The totals of the epoch the checkpoint interrupted, so that its record covers the
+    // whole epoch as in a run that was never stopped.
+    epoch_loss_sum_ = extra_number(checkpoint_path, extra, "epoch_loss_sum");
+    epoch_seen_ = int64_t(extra_number(checkpoint_path, extra, "epoch_seen"));
+    epoch_correct_ = int64_t(extra_number(checkpoint_path, extra, "epoch_correct"));
+    LUMEN_CHECK(epoch_correct_ <= epoch_seen_, "checkpoint", checkpoint_path,
+                ": the trainer record counts ", epoch_correct_, " correct of ", epoch_seen_,
+                " examples");
+    resume_state_ = state;
     resumed_ = true;
 }
 
@@ -110,8 +136,10 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
     train_data_->start_epoch(epoch_, batch_in_epoch_);  // > 0: the rest of a resumed epoch
     const int64_t batches = train_data_->num_batches(), k = options_.accumulate;
     progress.start_epoch(epoch_, options_.epochs, (batches + k - 1) / k, batch_in_epoch_ / k);
-    epoch_loss_sum_ = 0.0;
-    epoch_seen_ = epoch_correct_ = 0;
+    if (batch_in_epoch_ == 0) {  // else: the totals of a resumed epoch's first part
+        epoch_loss_sum_ = 0.0;
+        epoch_seen_ = epoch_correct_ = 0;
+    }
     Clock::time_point start = Clock::now();
     int64_t micro = 0;
     for (int64_t b = batch_in_epoch_; b < batches; ++b) {
@@ -176,7 +204,11 @@ EvalResult Trainer::evaluate(BatchSource& data) {
 }
 
 void Trainer::save_checkpoint_now(std::optional<double> metric) {
-    nlohmann::json extra{{"train_seconds", train_seconds_}, {"images", images_trained_}};
+    nlohmann::json extra{{"train_seconds", train_seconds_},
+                         {"images", images_trained_},
+                         {"epoch_loss_sum", epoch_loss_sum_},
+                         {"epoch_seen", epoch_seen_},
+                         {"epoch_correct", epoch_correct_}};
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
                           .batch_in_epoch = batch_in_epoch_,
@@ -226,6 +258,12 @@ TrainSummary Trainer::fit() {
     checkpoints_ =
         std::make_unique<CheckpointManager>(options_.run_dir + "/checkpoints", options_.checkpoint);
     Progress progress(out_, options_.progress, options_.log_every);
+    std::vector<std::string> repairs = log.warnings();
+    if (resume_state_) {
+        std::vector<std::string> more = checkpoints_->resume_from(*resume_state_);
+        repairs.insert(repairs.end(), more.begin(), more.end());
+    }
+    for (const std::string& repair : repairs) progress.message("repaired " + repair);
     const int64_t k = options_.accumulate;
     std::ostringstream head;
     head << (resumed_ ? "resuming " : "training ") << options_.title << ": "

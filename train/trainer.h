@@ -40,7 +40,7 @@ class BatchSource {
 struct TrainerOptions {
     std::string run_dir = "runs/run";
     int64_t epochs = 1;
-    int64_t max_steps = 0;   // > 0: stop after this many optimizer updates (checkpointed)
+    int64_t max_steps = 0;  // > 0: stop after this many optimizer updates (checkpointed)
     // Micro-batches per optimizer update; each loss is divided by it, so an epoch's last, short
     // group of micro-batches weighs less (as the usual PyTorch loop does).
     int64_t accumulate = 1;
@@ -87,13 +87,17 @@ class Trainer {
             std::shared_ptr<BatchSource> train_data, std::shared_ptr<BatchSource> test_data,
             std::ostream& out);
 
-    // Continues from a checkpoint: model, optimizer, generator, step and epoch; metrics.jsonl
-    // keeps the records up to the checkpoint's step. Call before fit().
+    // Continues from a checkpoint: model, optimizer, generator, step and epoch, and the running
+    // totals of an interrupted epoch (so its train loss and accuracy cover the whole epoch, as
+    // without the interruption); metrics.jsonl keeps the records up to the checkpoint's step
+    // (a torn last line is dropped) and best.safetensors is repaired to the checkpoint's best
+    // record; fit() prints what was repaired. Call before fit(). Throws [checkpoint] for a
+    // checkpoint that fails load_checkpoint's checks or stopped past the end of an epoch of
+    // this run's data.
     void resume(const std::string& checkpoint_path);
     // Trains to options.epochs (or max_steps), evaluating, logging and checkpointing; writes
     // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
-    // the summary table. The train loss and accuracy of a resumed epoch cover the batches after
-    // the checkpoint. Throws [nan_guard] when a step goes non-finite.
+    // the summary table. Throws [nan_guard] when a step goes non-finite.
     TrainSummary fit();
     // Loss and accuracy over a split, in eval mode without gradients.
     EvalResult evaluate(BatchSource& data);
@@ -119,7 +123,7 @@ class Trainer {
     std::unique_ptr<CheckpointManager> checkpoints_;
     int64_t epoch_ = 0, step_ = 0, batch_in_epoch_ = 0;
     bool resumed_ = false;
-    std::string extra_json_ = "{}";
+    std::optional<CheckpointState> resume_state_;
     // This epoch's running totals and the time spent training (not evaluating).
     double epoch_loss_sum_ = 0.0, train_seconds_ = 0.0;
     int64_t epoch_seen_ = 0, epoch_correct_ = 0, images_trained_ = 0;

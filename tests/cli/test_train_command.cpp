@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "core/fault.h"
 #include "core/safetensors.h"
 #include "support/gradcheck.h"
 #include "train/cli/train_command.h"
@@ -161,12 +163,12 @@ TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch
         {"[lumen]", "unknown option '--sett'"});
     require_error([&] { cli::run_train_command({}, out); }, {"[lumen]", "CONFIG.json or --resume"});
     require_error([&] { cli::run_train_command({dir.file("absent.json")}, out); },
-                  {"[config]", "absent.json", "cannot read"});
+                  {"[config]", "absent.json", "cannot open: No such file"});
     require_error(
         [&] {
             cli::run_train_command({config, "--resume", dir.file("none")}, out);
         },
-        {"[lumen]", "none/checkpoints holds no readable checkpoint"});
+        {"[lumen]", "none/checkpoints holds no valid checkpoint"});
     if (!cuda_available())
         require_error(
             [&] {
@@ -178,4 +180,61 @@ TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch
     std::ostringstream help;
     CHECK(cli::run_train_command({"--help"}, help) == 0);
     CHECK(help.str().find("usage: lumen train") != std::string::npos);
+}
+
+TEST_CASE("lumen train refuses out-of-range keys, escaping names and oversized models",
+          "[cli][train][hostile]") {
+    TempDir dir("cli_hostile");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    auto expect = [&](std::initializer_list<std::string> extra,
+                      const std::vector<std::string>& fragments) {
+        std::vector<std::string> a = args({config}, dir);
+        a.insert(a.end(), extra.begin(), extra.end());
+        INFO(a.back());
+        require_error([&] { cli::run_train_command(a, out); }, fragments);
+    };
+    auto set = [&](const std::string& assignment, const std::vector<std::string>& fragments) {
+        expect({"--set", assignment}, fragments);
+    };
+    // Each of these ended in SIGFPE, an overflow or a silent truncation before.
+    set("train.log_every=0", {"[config] --set: option 'train.log_every' must be in [1, "});
+    set("checkpoint.every_epochs=0",
+        {"option 'checkpoint.every_epochs' must be in [1, 1000000], got 0"});
+    set("train.epochs=4611686018427387904",
+        {"option 'train.epochs' must be in [1, 1000000], got 4611686018427387904"});
+    set("train.epochs=0", {"option 'train.epochs' must be in [1, 1000000], got 0"});
+    set("data.gaussian_noise=-1", {"option 'data.gaussian_noise' must be >= 0, got -1"});
+    set("data.batch_size=0", {"option 'data.batch_size' must be in [1, 1000000], got 0"});
+    const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+    for (const std::string threads : {"-1", "1099511627776", "1000"})
+        expect({"--threads", threads}, {"[config] --threads: option 'train.threads' must be in "
+                                        "[0, " +
+                                        cores + "], got " + threads});
+    // A name may not lead out of output.runs_dir.
+    set("name=../../x", {"[config] --set: 'name' must be one folder name", "got '../../x'"});
+    set("name=..", {"'name' must be one folder name"});
+    CHECK_FALSE(fs::exists(dir.file("x")));
+    // depth 1e9 allocated until killed; now the estimate refuses it before anything is built.
+    set("model.depth=1000000", {"[config] the model (dgvit, the model.* keys) needs about",
+                                "parameters", "but this machine has"});
+    set("model.embed_dim=60000", {"needs about", "with gradients and adamw state"});
+    // Library errors name the keys they came from.
+    expect({"--set", "schedule.name=linear_warmup_decay", "--set", "schedule.warmup=100000"},
+           {"[config] from the schedule.*, optim.lr and train.epochs keys: "
+            "[LinearWarmupDecayLR]"});
+    // Nothing was left behind by the refused starts.
+    CHECK_FALSE(fs::exists(dir.file("runs")));
+}
+
+TEST_CASE("a run that fails before its first update leaves no run directory",
+          "[cli][train][hostile]") {
+    TempDir dir("cli_failed_start");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    fault::arm("write", fault::Action::fail, 1);  // the first file the run writes
+    require_error([&] { cli::run_train_command(args({config}, dir), out); },
+                  {"No space left on device"});
+    fault::disarm();
+    CHECK_FALSE(fs::exists(dir.file("runs/tiny")));
 }

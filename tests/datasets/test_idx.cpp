@@ -185,7 +185,7 @@ TEST_CASE("idx: missing files and directories name the path", "[datasets][idx]")
     require_error([&] { read_idx(dir.file("nope.gz")); },
                   {"[idx]", dir.file("nope.gz"), "cannot open", std::strerror(ENOENT)});
     require_error([&] { read_idx(dir.path.string()); },
-                  {"[idx]", dir.path.string(), "not a regular file"});
+                  {"[idx]", dir.path.string(), "is a directory, not a file"});
 }
 
 TEST_CASE("idx: images and labels must have their dims and dtype", "[datasets][idx]") {

@@ -117,7 +117,7 @@ TEST_CASE("check-vectors: unsupported config keys and unused inputs fail", "[io]
 
     save_safetensors(dir.file("json.safetensors"), relu_tensors(), metadata("op.relu", "{dim"));
     result = run_one(dir.file("json.safetensors"));
-    REQUIRE(contains(result.reason, "metadata 'config' is not valid JSON"));
+    REQUIRE(contains(result.reason, "metadata 'config': not valid JSON"));
 
     auto tensors = relu_tensors();
     tensors["in.other"] = ones({1});
@@ -190,8 +190,8 @@ TEST_CASE("check-vectors: every committed oracle vector passes on the GPU",
           "[cuda][io][check_vectors]") {
     if (!lumen::testing::have_gpu()) return;
     std::ostringstream out;
-    CheckSummary summary = check_vectors({std::string(LUMEN_TEST_DATA) + "/oracle"},
-                                         Device::cuda(), out);
+    CheckSummary summary =
+        check_vectors({std::string(LUMEN_TEST_DATA) + "/oracle"}, Device::cuda(), out);
     INFO(out.str());
     CHECK(summary.failed == 0);
     CHECK(summary.passed > 0);

@@ -1,5 +1,6 @@
 // safetensors: round trips of every dtype and layout, the committed oracle file, and rejection
 // of damaged or hostile files with messages that name the file and the problem.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,8 +13,8 @@
 
 namespace fs = std::filesystem;
 using namespace lumen;
-using lumen::testing::TempDir;
 using lumen::testing::require_error;
+using lumen::testing::TempDir;
 
 namespace {
 
@@ -60,6 +61,7 @@ TEST_CASE("safetensors: every dtype round-trips bit for bit", "[io][safetensors]
     SafetensorsFile loaded = load_safetensors(path);
     REQUIRE(loaded.tensors.size() == tensors.size());
     REQUIRE(loaded.metadata.empty());
+    REQUIRE(loaded.checksum_verified);
     for (const auto& [name, want] : tensors) {
         INFO(name);
         REQUIRE(loaded.tensors.count(name) == 1);
@@ -195,7 +197,7 @@ TEST_CASE("safetensors: missing, short and truncated files are rejected", "[io][
     write_raw(huge, uint64_t(1) << 60, "{}", "");
     require_error([&] { load_safetensors(huge); }, {huge, "runs past the end of the file"});
 
-    require_error([&] { load_safetensors(dir.path.string()); }, {"not a regular file"});
+    require_error([&] { load_safetensors(dir.path.string()); }, {"is a directory, not a file"});
 }
 
 TEST_CASE("safetensors: malformed headers are rejected with the offending entry",
@@ -210,7 +212,7 @@ TEST_CASE("safetensors: malformed headers are rejected with the offending entry"
         all.push_back("[safetensors] " + path + ": ");
         require_error([&] { load_safetensors(path); }, all);
     };
-    expect("{\"a\": {\"dtype\": ", 0, {"header is not valid JSON"});
+    expect("{\"a\": {\"dtype\": ", 0, {"header: not valid JSON"});
     expect("[1, 2]", 0, {"header must be a JSON object, got a array"});
     expect(R"({"a": [1]})", 0, {"tensor 'a' must be an object"});
     expect(R"({"a": {"dtype": "F32", "shape": [1]}})", 4, {"tensor 'a' has no 'data_offsets'"});
@@ -267,6 +269,118 @@ TEST_CASE("safetensors: save rejects reserved names and reports unwritable paths
     require_error(save_one(path, "a", Tensor()), {"[safetensors]", "tensor 'a' is undefined"});
     std::string nowhere = dir.file("no_such_dir/x.safetensors");
     require_error(save_one(nowhere, "a", ones({1})),
-                  {"[safetensors]", "cannot open for writing", "No such file"});
+                  {"[safetensors]", "open for writing failed: No such file"});
     REQUIRE_FALSE(fs::exists(path));
+}
+
+TEST_CASE("safetensors: a header length into the padding or appended bytes are errors",
+          "[io][safetensors][hostile]") {
+    TempDir dir("st_shift");
+    std::string path = dir.file("w.safetensors");
+    save_safetensors(path, {{"w", tensor({1, 2, 3, 4, 5, 6})}});
+    std::string bytes = read_file(path);
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    // The header ends in padding spaces; a length that stops inside them still parses as JSON
+    // and would load the weights from that many bytes too early.
+    size_t pad = 0;
+    while (bytes[8 + n - 1 - pad] == ' ') ++pad;
+    REQUIRE(pad >= 1);
+    std::string shifted = bytes;
+    uint64_t short_n = n - pad;
+    std::memcpy(shifted.data(), &short_n, 8);
+    std::string shifted_path = dir.file("shifted.safetensors");
+    std::ofstream(shifted_path, std::ios::binary) << shifted;
+    require_error(
+        [&] { load_safetensors(shifted_path); },
+        {shifted_path,
+         "the data section has " + std::to_string(24 + pad) + " bytes but its tensors cover 24",
+         std::to_string(pad) + " unexplained bytes"});
+    std::string appended_path = dir.file("appended.safetensors");
+    std::ofstream(appended_path, std::ios::binary) << bytes << "xyz";
+    require_error([&] { load_safetensors(appended_path); }, {"3 unexplained bytes"});
+    // A gap between tensors.
+    std::string gap = dir.file("gap.safetensors");
+    write_header(gap,
+                 R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                 R"("b":{"dtype":"U8","shape":[1],"data_offsets":[2,3]}})",
+                 3);
+    require_error([&] { load_safetensors(gap); },
+                  {"tensor 'b' starts at byte 2", "end at 1 (a gap of 1 bytes)"});
+}
+
+TEST_CASE("safetensors: repeated tensor or metadata keys are errors",
+          "[io][safetensors][hostile]") {
+    TempDir dir("st_dup");
+    std::string path = dir.file("dup.safetensors");
+    write_header(path,
+                 R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                 R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+                 2);
+    require_error([&] { load_safetensors(path); }, {path, "duplicate key 'a'"});
+    write_header(path, R"({"__metadata__":{"rtol":"1","rtol":"2"}})", 0);
+    require_error([&] { load_safetensors(path); }, {"duplicate key '__metadata__.rtol'"});
+}
+
+TEST_CASE("safetensors: deep nesting and huge ranks are refused fast",
+          "[io][safetensors][hostile]") {
+    TempDir dir("st_deep");
+    std::string path = dir.file("deep.safetensors");
+    std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    auto start = std::chrono::steady_clock::now();
+    write_header(path, deep, 0);
+    require_error([&] { load_safetensors(path); }, {path, "JSON nested deeper than 8 levels"});
+    // 30,000 dimensions took 16 s (each check printed the whole shape); a 3 MB header of
+    // dimensions ran for hours.
+    for (int dims : {30000, 1000000}) {
+        std::string shape = "[1";
+        for (int i = 1; i < dims; ++i) shape += ",1";
+        shape += "]";
+        write_header(path, R"({"a":{"dtype":"U8","shape":)" + shape + R"(,"data_offsets":[0,1]}})",
+                     1);
+        require_error([&] { load_safetensors(path); },
+                      {"tensor 'a' has " + std::to_string(dims) +
+                       " dimensions; lumen tensors have at most 8"});
+    }
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(seconds < 5.0);
+}
+
+TEST_CASE("safetensors: the checksum catches a flipped bit anywhere",
+          "[io][safetensors][hostile]") {
+    TempDir dir("st_crc");
+    std::string path = dir.file("c.safetensors");
+    // A 0-d and an empty tensor after the others in name order: zlib restarts a CRC at a null
+    // buffer, which once made the checksum cover only what came after them.
+    save_safetensors(path,
+                     {{"a", tensor({1, 2, 3, 4})},
+                      {"b", tensor({5.0}, {1})},
+                      {"c", scalar_tensor(2.0)},
+                      {"d", zeros({0, 3})}},
+                     {{"note", "hello"}});
+    SafetensorsFile good = load_safetensors(path);
+    CHECK(good.checksum_verified);
+    CHECK(good.metadata == std::map<std::string, std::string>{{"note", "hello"}});
+    std::string bytes = read_file(path);
+    // One bit of a weight, then one bit of a metadata value ("hello" -> "iello").
+    uint64_t header = 0;
+    std::memcpy(&header, bytes.data(), 8);
+    for (size_t offset : {size_t(8 + header + 2), bytes.size() - 3, bytes.find("hello")}) {
+        std::string damaged = bytes;
+        damaged[offset] ^= 1;
+        std::string damaged_path = dir.file("damaged.safetensors");
+        std::ofstream(damaged_path, std::ios::binary) << damaged;
+        require_error([&] { load_safetensors(damaged_path); },
+                      {damaged_path, "checksum mismatch", "the file is damaged"});
+    }
+    // Files from elsewhere have none, and load as before.
+    CHECK_FALSE(
+        load_safetensors(std::string(LUMEN_TEST_DATA) + "/oracle/ops/softmax_last.safetensors")
+            .checksum_verified);
+    require_error(
+        [&] {
+            save_safetensors(path, {{"w", ones({1})}}, {{"lumen.crc32", "0"}});
+        },
+        {"metadata key 'lumen.crc32' is reserved"});
 }

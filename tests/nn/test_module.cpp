@@ -100,7 +100,8 @@ TEST_CASE("load_state_dict copies values in place and lists every mismatch", "[n
     CHECK(report.missing == std::vector<std::string>{"scale"});
     CHECK(report.unexpected == std::vector<std::string>{"extra.weight"});
     state["fc.weight"] = ones({5, 3});
-    require_error([&] { b.load_state_dict(state, false); }, {"shape mismatches", "[5, 3]"});
+    require_error([&] { b.load_state_dict(state, false); },
+                  {"shape or dtype mismatches", "[5, 3]"});
 }
 
 TEST_CASE("state dicts round-trip through safetensors files", "[nn][module]") {

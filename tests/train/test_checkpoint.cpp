@@ -4,7 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/random.h"
+#include "core/safetensors.h"
 #include "nn/activation.h"
 #include "nn/container.h"
 #include "nn/linear.h"
@@ -143,8 +146,11 @@ TEST_CASE("CheckpointManager keeps the last k, links the best, skips a damaged n
     CHECK(train::CheckpointManager::latest(folder) == folder + "/step-000000004.safetensors");
     CHECK(train::CheckpointManager::latest(dir.file("none")) == "");
 
-    // A resumed manager continues the previous best.
+    // A resumed manager continues the best recorded in the checkpoint it resumes from.
     train::CheckpointManager again(folder, {.keep_last = 2, .best_metric = "accuracy"});
+    auto repairs =
+        again.resume_from(train::read_checkpoint_state(folder + "/step-000000004.safetensors"));
+    CHECK(repairs.empty());
     CHECK(again.best_value() == 0.8);
     require_error([&] { train::CheckpointManager bad(folder, {.keep_last = 0}); },
                   {"[checkpoint]", "keep_last", "0"});
@@ -164,4 +170,138 @@ TEST_CASE("write_text_atomically replaces a file and leaves no partial file",
     require_error([&] { train::write_text_atomically(dir.file("missing/x.json"), "x"); },
                   {"[atomic_file]", "missing/x.json.partial"});
     require_error([&] { train::fsync_path(dir.file("absent")); }, {"[atomic_file]", "absent"});
+}
+
+namespace {
+
+// Rewrites a checkpoint with `edit` applied to its state JSON and tensors, with a valid
+// checksum: what a hostile or buggy writer could produce.
+void rewrite(const std::string& from, const std::string& to,
+             const std::function<void(nlohmann::json&, std::map<std::string, Tensor>&)>& edit) {
+    SafetensorsFile file = load_safetensors(from);
+    nlohmann::json state = nlohmann::json::parse(file.metadata.at("lumen.checkpoint"));
+    std::map<std::string, Tensor> tensors;
+    for (auto& [name, t] : file.tensors) tensors[name] = t.clone();
+    edit(state, tensors);
+    file.metadata["lumen.checkpoint"] = state.dump();
+    save_safetensors(to, tensors, file.metadata);
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint fields read back are checked, never trusted",
+          "[train][checkpoint][hostile]") {
+    TempDir dir("checkpoint_hostile");
+    auto net = small_net();
+    train::AdamW adamw(net->parameters(), 1e-2);
+    train_steps(*net, adamw, 2, 1);
+    const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
+    train::save_checkpoint(good, *net, adamw, {.epoch = 1, .step = 2});
+    CHECK(train::read_checkpoint_state(good).step == 2);
+    auto expect =
+        [&](const std::function<void(nlohmann::json&, std::map<std::string, Tensor>&)>& edit,
+            const std::vector<std::string>& fragments) {
+            rewrite(good, bad, edit);
+            std::vector<std::string> all = fragments;
+            all.push_back("bad.safetensors");
+            require_error([&] { train::load_checkpoint(bad, *net, &adamw); }, all);
+        };
+    using Json = nlohmann::json;
+    using Tensors = std::map<std::string, Tensor>;
+    // A negative epoch trained 7 extra epochs at lr 0.
+    expect([](Json& s, Tensors&) { s["epoch"] = -7; },
+           {"the checkpoint state's 'epoch' must be an integer >= 0, got -7"});
+    expect([](Json& s, Tensors&) { s["step"] = 2.5; }, {"'step' must be an integer >= 0"});
+    expect([](Json& s, Tensors&) { s.erase("batch_in_epoch"); }, {"has no 'batch_in_epoch'"});
+    expect([](Json& s, Tensors&) { s["format"] = 1; }, {"checkpoint format 1 is not the format 2"});
+    expect([](Json& s, Tensors&) { s["config"] = "[1]"; }, {"'config' must hold a JSON object"});
+    expect(
+        [](Json& s, Tensors&) {
+            s["best"] = {{"value", 0.5}, {"step", 9}};
+        },
+        {"the best checkpoint's step 9 comes after this checkpoint's step 2"});
+    expect(
+        [](Json&, Tensors& t) {
+            t["optimizer.0.weight.exp_avg"] = zeros({3, 3});
+        },
+        {"the AdamW state of parameter '0.weight' does not fit it", "'exp_avg' has shape [3, 3]"});
+    expect([](Json&, Tensors& t) { t.erase("optimizer.0.weight.exp_avg_sq"); },
+           {"parameter '0.weight'", "no 'exp_avg_sq'"});
+    expect([](Json&,
+              Tensors& t) { t["optimizer.0.weight.step"] = scalar_tensor(-1.0, DType::float64); },
+           {"'step' must be a whole number >= 0, got -1"});
+    // A weight stored as int32 where the model has float32 was cast without a word.
+    expect([](Json&, Tensors& t) { t["model.0.weight"] = t["model.0.weight"].to(DType::int32); },
+           {"0.weight: got dtype int32, expected float32"});
+    // A bit flip anywhere: the checksum.
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes[bytes.size() - 5] ^= 4;
+    std::ofstream(bad, std::ios::binary) << bytes;
+    require_error([&] { train::read_checkpoint_state(bad); }, {"checksum mismatch"});
+    // A state dict without a checksum is not a checkpoint anyone can trust.
+    SafetensorsFile file = load_safetensors(good);
+    std::string raw = dir.file("raw.safetensors");
+    {
+        std::string header = R"({"__metadata__":{"lumen.checkpoint":"{}"}})";
+        header.append((8 - header.size() % 8) % 8, ' ');
+        uint64_t n = header.size();
+        std::ofstream f(raw, std::ios::binary);
+        f.write(reinterpret_cast<const char*>(&n), 8);
+        f << header;
+    }
+    require_error([&] { train::read_checkpoint_state(raw); }, {"the checkpoint has no checksum"});
+    // Casting happens only when asked for, and is reported.
+    auto copy = small_net();
+    std::map<std::string, Tensor> state = net->state_dict();
+    state["0.weight"] = state["0.weight"].to(DType::float64);
+    nn::LoadReport report = copy->load_state_dict(state, true, true);
+    REQUIRE(report.cast.size() == 1);
+    CHECK(report.cast[0] == "0.weight: float64 -> float32");
+}
+
+TEST_CASE("latest() names each damaged checkpoint it passes over; resume repairs best",
+          "[train][checkpoint][hostile]") {
+    TempDir dir("checkpoint_repair");
+    auto net = small_net();
+    train::AdamW optimizer(net->parameters(), 1e-2);
+    const std::string folder = dir.file("checkpoints");
+    train::CheckpointPolicy policy{.keep_last = 3, .best_metric = "accuracy"};
+    {
+        train::CheckpointManager manager(folder, policy);
+        manager.save(*net, optimizer, {.step = 1}, 0.5);
+        manager.save(*net, optimizer, {.step = 2}, 0.6);
+        // As a kill between the step file and the best link: step 3 (the best) is committed,
+        // best.safetensors still holds step 2.
+        fs::copy_file(folder + "/best.safetensors", dir.file("old_best"));
+        manager.save(*net, optimizer, {.step = 3}, 0.9);
+        fs::remove(folder + "/best.safetensors");
+        fs::copy_file(dir.file("old_best"), folder + "/best.safetensors");
+    }
+    CHECK(train::read_checkpoint_state(folder + "/step-000000003.safetensors").best_step == 3);
+    train::CheckpointManager resumed(folder, policy);
+    auto repairs =
+        resumed.resume_from(train::read_checkpoint_state(folder + "/step-000000003.safetensors"));
+    REQUIRE(repairs.size() == 1);
+    CHECK(repairs[0].find("relinked to step 3") != std::string::npos);
+    CHECK(train::read_checkpoint_state(folder + "/best.safetensors").step == 3);
+
+    // Flip a bit in the newest: latest() falls back and says why.
+    std::string newest = folder + "/step-000000003.safetensors";
+    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+    f.close();
+    std::vector<std::string> skipped;
+    CHECK(train::CheckpointManager::latest(folder, &skipped) ==
+          folder + "/step-000000002.safetensors");
+    REQUIRE(skipped.size() == 1);
+    CHECK(skipped[0].find("step-000000003.safetensors: checksum mismatch") != std::string::npos);
+    // Resuming from step 2, whose record has best = step 2: best.safetensors (a link to the
+    // damaged step 3) is relinked to step 2.
+    train::CheckpointManager back(folder, policy);
+    repairs =
+        back.resume_from(train::read_checkpoint_state(folder + "/step-000000002.safetensors"));
+    REQUIRE(repairs.size() == 1);
+    CHECK(train::read_checkpoint_state(folder + "/best.safetensors").step == 2);
 }

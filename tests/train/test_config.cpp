@@ -2,6 +2,9 @@
 // suggestions, JSON flattening and --set overrides, unknown and mistyped keys named with the
 // source and the closest key, defaults, the nested JSON echo; "vit" and "dgvit" built from
 // options with the spec's parameter names and counts.
+#include <fstream>
+#include <limits>
+
 #include "models/registry.h"
 #include "support/gradcheck.h"
 #include "train/config.h"
@@ -88,7 +91,7 @@ TEST_CASE("configs: unknown and mistyped keys name the source and the closest ke
     train::RawConfig bad;
     require_error([&] { bad.set("novalue"); }, {"[config]", "key=value", "novalue"});
     require_error([] { train::RawConfig::read("/nonexistent/c.json"); },
-                  {"[config] /nonexistent/c.json", "cannot read"});
+                  {"[config] /nonexistent/c.json", "cannot open: No such file"});
 }
 
 TEST_CASE("model registry: vit and dgvit from options, keys checked", "[train][config][models]") {
@@ -115,4 +118,44 @@ TEST_CASE("model registry: vit and dgvit from options, keys checked", "[train][c
     require_error([] { models::find_model("dgvti"); },
                   {"[models]", "unknown model 'dgvti'", "did you mean 'dgvit'?", "dgvit, vit"});
     require_error([] { models::register_model({.name = "vit"}); }, {"[models]", "vit"});
+}
+
+TEST_CASE("options: ranges name the key and the allowed values", "[train][config][hostile]") {
+    nn::OptionSpec every{"train.log_every", int64_t(50), "", {}, nn::Range::between(1, 1e12)};
+    require_error([&] { nn::coerce_option(every, int64_t(0), "config", "train.log_every"); },
+                  {"[config] option 'train.log_every' must be in [1, 1000000000000], got 0"});
+    nn::OptionSpec noise{"data.gaussian_noise", 0.0, "", {}, nn::Range::at_least(0)};
+    require_error([&] { nn::coerce_option(noise, -1.0, "config", "data.gaussian_noise"); },
+                  {"option 'data.gaussian_noise' must be >= 0, got -1.0"});
+    require_error(
+        [&] { nn::coerce_option(noise, std::numeric_limits<double>::infinity(), "config", "x"); },
+        {"option 'x' must be a finite number"});
+    nn::OptionSpec betas{
+        "optim.betas", std::vector<double>{0.9, 0.999}, "", {}, nn::Range::between(0, 1, true)};
+    require_error(
+        [&] {
+            nn::coerce_option(betas, std::vector<double>{0.9, 1.0}, "config", "optim.betas");
+        },
+        {"each value of option 'optim.betas' must be in [0, 1), got [0.9, 1.0]"});
+    CHECK(nn::Range::above(0).str() == "> 0");
+    CHECK(nn::Range::between(0, 1).contains(1.0));
+    CHECK_FALSE(nn::Range::above(0).contains(0.0));
+}
+
+TEST_CASE("configs: deep nesting, repeated keys and oversized files are refused",
+          "[train][config][hostile]") {
+    std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    require_error([&] { train::RawConfig::parse(deep, "deep.json"); },
+                  {"[config] deep.json: JSON nested deeper than 32 levels"});
+    require_error(
+        [&] { train::RawConfig::parse(R"({"optim": {"lr": 1}, "optim": {"lr": 2}})", "d.json"); },
+        {"[config] d.json: duplicate key 'optim'"});
+    require_error(
+        [&] { train::RawConfig::parse(R"({"optim": {"lr": 1}, "optim.lr": 2})", "d.json"); },
+        {"[config] d.json: key 'optim.lr' is given twice (nested and dotted)"});
+    TempDir dir("config_big");
+    const std::string big = dir.file("big.json");
+    std::ofstream(big) << "{\"description\": \"" << std::string(17 << 20, 'x') << "\"}";
+    require_error([&] { train::RawConfig::read(big); },
+                  {"[config] ", big, "over the limit of 16.0 MB for a config"});
 }

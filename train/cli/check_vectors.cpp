@@ -15,6 +15,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/json_strict.h"
 #include "core/safetensors.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -93,12 +94,7 @@ double metadata_number(const std::map<std::string, std::string>& metadata, const
 nlohmann::json parse_config(const std::map<std::string, std::string>& metadata) {
     auto it = metadata.find("config");
     if (it == metadata.end()) return nlohmann::json::object();
-    try {
-        return nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception& e) {
-        LUMEN_FAIL("check-vectors", "metadata 'config' is not valid JSON (", e.what(),
-                   "): ", it->second);
-    }
+    return parse_json_strict(it->second, "check-vectors", "metadata 'config'", 32);
 }
 
 // A detached float32 (when floating) copy on `device`, so that .grad() lands on this handle.

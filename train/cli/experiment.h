@@ -47,11 +47,15 @@ std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
 
 // The model of the "model" section. Throws [config] naming both sides when the data's channels,
 // image size or classes differ from the model's (model.in_chans, model.img_size,
-// model.num_classes).
-std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataShape& data);
+// model.num_classes), and, before anything is allocated, when the registry's estimate of the
+// memory to train it (`training`: weights, gradients, optimizer state and a batch's
+// activations) or to evaluate it exceeds this machine's physical memory, giving the estimate.
+std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataShape& data,
+                                        bool training = true);
 
 // The optimizer of the "optim" section over the model's parameters (two groups when
-// optim.no_decay exempts biases, norm weights and embeddings).
+// optim.no_decay exempts biases, norm weights and embeddings). Errors of the optimizer (and of
+// the schedule below) come as [config] naming the keys they came from.
 std::unique_ptr<train::Optimizer> build_optimizer(const nn::Options& config, nn::Module& model);
 
 // The schedule of the "schedule" section; `steps_per_epoch` = optimizer updates per epoch.

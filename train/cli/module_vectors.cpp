@@ -21,7 +21,8 @@ void bind_module(VectorCall& call, nn::Module& module) {
         }
     }
     try {
-        module.load_state_dict(state, true);
+        // The runner made every floating tensor float32 on purpose (make_leaf): cast.
+        module.load_state_dict(state, true, true);
     } catch (const Error& e) {
         LUMEN_FAIL(call.module, e.what());
     }

@@ -62,8 +62,8 @@ Arguments parse_arguments(const std::vector<std::string>& args, const std::strin
 // --device and --threads override the config's train.device and train.threads.
 void apply_flags(const Arguments& a, train::RawConfig& raw) {
     for (const std::string& set : a.sets) raw.set(set);
-    if (a.device) raw.set("train.device", *a.device);
-    if (a.threads) raw.set("train.threads=" + *a.threads);
+    if (a.device) raw.set("train.device", *a.device, "--device");
+    if (a.threads) raw.assign("train.threads=" + *a.threads, "--threads");
 }
 
 // Threads and device from a resolved config; throws [lumen] for CUDA without a device.
@@ -87,9 +87,15 @@ std::string fresh_run_dir(const nn::Options& config) {
     }
 }
 
-std::string latest_checkpoint(const std::string& run_dir) {
-    std::string path = train::CheckpointManager::latest(run_dir + "/checkpoints");
-    LUMEN_CHECK(!path.empty(), "lumen", run_dir, "/checkpoints holds no readable checkpoint");
+// The newest valid checkpoint of a run; each damaged newer one is named in a warning.
+std::string latest_checkpoint(const std::string& run_dir, std::ostream& out) {
+    std::vector<std::string> skipped;
+    std::string path = train::CheckpointManager::latest(run_dir + "/checkpoints", &skipped);
+    for (const std::string& reason : skipped)
+        out << "warning: skipping a damaged checkpoint: " << reason << "\n";
+    LUMEN_CHECK(!path.empty(), "lumen", run_dir, "/checkpoints holds no valid checkpoint",
+                skipped.empty() ? "" : " (all damaged, see the warnings)");
+    if (!skipped.empty()) out << "resuming from " << path << " instead\n";
     return path;
 }
 
@@ -141,7 +147,7 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
                 a.positional.size(), " paths");
     LUMEN_CHECK(!a.positional.empty() || a.resume, "lumen",
                 "train needs CONFIG.json or --resume RUN_DIR (see 'lumen train --help')");
-    std::string checkpoint = a.resume ? latest_checkpoint(*a.resume) : "";
+    std::string checkpoint = a.resume ? latest_checkpoint(*a.resume, out) : "";
     train::RawConfig raw =
         a.positional.empty() ? train::RawConfig::parse(
                                    train::read_checkpoint_state(checkpoint).config_json, checkpoint)
@@ -161,7 +167,15 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     train::Trainer trainer(trainer_options(config, run_dir, device), model, std::move(optimizer),
                            schedule, data.train, data.test, out);
     if (a.resume) trainer.resume(checkpoint);
-    trainer.fit();
+    const bool created = !fs::exists(run_dir);
+    try {
+        trainer.fit();
+    } catch (...) {
+        // A run that failed before its first update leaves nothing behind.
+        std::error_code error;
+        if (created && trainer.step() == 0) fs::remove_all(run_dir, error);
+        throw;
+    }
     return 0;
 }
 
@@ -176,7 +190,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
                 a.positional.size());
     const std::string& target = a.positional[0];
     LUMEN_CHECK(fs::exists(target), "lumen", "eval: ", target, " does not exist");
-    const std::string path = fs::is_directory(target) ? latest_checkpoint(target) : target;
+    const std::string path = fs::is_directory(target) ? latest_checkpoint(target, out) : target;
     train::CheckpointState state = train::read_checkpoint_state(path);
     train::RawConfig raw = train::RawConfig::parse(state.config_json, path);
     apply_flags(a, raw);
@@ -184,7 +198,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
     Device device = setup_runtime(config);
     DataShape shape;
     auto data = build_eval_data(config, a.split.value_or("test"), &shape);
-    std::shared_ptr<nn::Module> model = build_model(config, shape);
+    std::shared_ptr<nn::Module> model = build_model(config, shape, false);
     train::load_checkpoint_weights(path, *model);
     model->to(device);
     train::EvalResult r = train::evaluate_classifier(*model, *data, device,
