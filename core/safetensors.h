@@ -29,7 +29,7 @@ struct SafetensorsFile {
 // save_safetensors); when present it is verified and removed from `metadata`.
 // Throws lumen::Error "[safetensors] <path>: <problem>" when the file cannot be opened
 // (with strerror) or is not a regular file (a FIFO is refused, not waited on), is shorter than
-// 8 bytes, its header length runs past the end of the file or over 100 MB, the header is not a
+// 8 bytes, its header length runs past the end of the file or over 16 MB, the header is not a
 // JSON object, nests deeper than 8 levels or repeats a key, an entry has missing, extra or
 // mistyped keys, an unknown dtype, more than kMaxDims (8) dimensions, a negative or
 // overflowing shape, data_offsets outside the data section or not holding exactly

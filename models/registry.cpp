@@ -78,10 +78,18 @@ double attention_maps(const std::string& type) {
     return 0;
 }
 
-// ViT / DGViT parameters from the layer shapes (models/vit.h), with an attention of about
-// 4 D^2 weights (q, k, v, out; M-DGSA's gates add 2 D^2), and activations per example: about
-// 16 token-width tensors per block (norms, projections, residuals, dropout masks), the MLP's
-// hidden tensors, and 3 float32 copies of each attention map (scores, softmax, its dropout).
+// The attention's parameters at width d, measured per variant: q, k, v and out projections
+// (4 d^2) for most; MambaVision's mixer about 2.2 d^2; Hyena's projections plus its implicit
+// filter network, whose size does not depend on d.
+double attention_parameters(const std::string& type, double d) {
+    if (type == "mamba") return 2.2 * d * d + 8 * d;
+    if (type == "hyena") return 4 * d * d + 40 * d + 210000;
+    return 4 * d * d + 4 * d;
+}
+
+// ViT / DGViT parameters from the layer shapes (models/vit.h), and activations per example:
+// about 8 token-width tensors per block (norms, projections, residuals, dropout masks), the
+// MLP's hidden tensors, and 1.5 float32 copies of each attention map.
 // tests/models/test_registry_cost.cpp holds it to the real parameter count and memory peak.
 models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, bool swiglu,
                            double ratio) {
@@ -92,13 +100,13 @@ models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, b
     const double tokens = 1 + std::floor(double(img[0]) / p) * std::floor(double(img[1]) / p);
     const double hidden = swiglu ? std::floor(ratio * d / 2) : std::floor(ratio * d);
     const double mlp = swiglu ? 3 * hidden * d + 2 * hidden + d : 2 * hidden * d + hidden + d;
-    const double attention = (attn_type == "dgsa" ? 6 : 4) * d * d + 4 * d;
+    const double attention = attention_parameters(attn_type, d);
     const double block = attention + mlp + 4 * d;
     models::ModelCost cost;
     cost.parameters =
         depth * block + chans * p * p * d + d + d + tokens * d + 2 * d + d * classes + classes;
     const double maps = attention_maps(attn_type) * heads * tokens * tokens;
-    const double per_block = tokens * (16 * d + (swiglu ? 5 : 3) * hidden) + 3 * maps;
+    const double per_block = tokens * (8 * d + (swiglu ? 5 : 3) * hidden) + 1.5 * maps;
     cost.activation_bytes = 4 * (depth * per_block + 4 * tokens * d + chans * img[0] * img[1]);
     return cost;
 }

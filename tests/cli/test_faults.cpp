@@ -19,6 +19,7 @@
 
 #include "core/safetensors.h"
 #include "support/gradcheck.h"
+#include "support/tiny_config.h"
 #include "train/checkpoint.h"
 
 using namespace lumen;
@@ -64,24 +65,21 @@ Outcome run_lumen(const std::vector<std::string>& args, const std::string& fault
     return out;
 }
 
-// 2 epochs of 8 updates, a checkpoint every 3 updates and at each epoch end, the best by test
-// accuracy, a metric record every 2 updates.
+// The tiny run (support/tiny_config.h) with a checkpoint every 3 updates besides each epoch
+// end, the best by test loss, and its runs under `dir`.
 std::string write_config(const TempDir& dir) {
     const std::string path = dir.file("fault.json");
-    std::ofstream(path) << R"({
-  "name": "fault", "seed": 5,
-  "data": {"dataset": "synthetic", "batch_size": 16, "train_subset": 128, "test_subset": 64,
-           "num_workers": 1},
-  "model": {"name": "dgvit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 7,
-            "drop": 0.1},
-  "optim": {"lr": 0.003},
-  "schedule": {"name": "cosine", "interval": "step", "warmup": 3},
-  "train": {"epochs": 2, "log_every": 2, "threads": 1},
-  "checkpoint": {"every_steps": 3, "keep_last": 2, "best_metric": "test_loss"},
-  "output": {"progress": "lines", "runs_dir": ")" +
-                               dir.file("runs") + R"("}
-})";
+    std::ofstream(path) << tiny_config_json(
+        "fault", 5,
+        R"("checkpoint": {"every_steps": 3, "keep_last": 2, "best_metric": "test_loss"})");
     return path;
+}
+
+// `lumen train CONFIG` with the runs under dir/runs and the run named `name`.
+std::vector<std::string> train_args(const std::string& config, const TempDir& dir,
+                                    const std::string& name) {
+    return {"train", config,        "--set", "output.runs_dir=" + dir.file("runs"),
+            "--set", "name=" + name};
 }
 
 std::map<std::string, std::vector<double>> tensors_of(const std::string& path) {
@@ -141,7 +139,7 @@ TEST_CASE("a kill at any point of the checkpoint sequence resumes to the same en
     TempDir dir("faults_kill");
     const std::string config = write_config(dir);
     const std::string log = dir.file("log.txt");
-    Outcome whole = run_lumen({"train", config, "--set", "name=whole"}, "", log);
+    Outcome whole = run_lumen(train_args(config, dir, "whole"), "", log);
     REQUIRE(whole.status == 0);
     const RunResult want = result_of(dir.file("runs/whole"));
     CHECK(want.records.size() == 10);  // 8 step records and 2 epoch records
@@ -161,7 +159,7 @@ TEST_CASE("a kill at any point of the checkpoint sequence resumes to the same en
         INFO(fault);
         const std::string name = "kill" + std::to_string(index++);
         const std::string run = dir.file("runs/" + name);
-        Outcome killed = run_lumen({"train", config, "--set", "name=" + name}, fault, log);
+        Outcome killed = run_lumen(train_args(config, dir, name), fault, log);
         INFO(killed.output);
         REQUIRE(killed.killed);
         Outcome resumed = run_lumen({"train", "--resume", run}, "", log);
@@ -178,14 +176,14 @@ TEST_CASE("a full disk during a checkpoint fails cleanly and the run resumes to 
     TempDir dir("faults_disk");
     const std::string config = write_config(dir);
     const std::string log = dir.file("log.txt");
-    REQUIRE(run_lumen({"train", config, "--set", "name=whole"}, "", log).status == 0);
+    REQUIRE(run_lumen(train_args(config, dir, "whole"), "", log).status == 0);
     const RunResult want = result_of(dir.file("runs/whole"));
     for (int hit : {200, 500}) {
         INFO("write@" << hit);
         const std::string name = "full" + std::to_string(hit);
         const std::string run = dir.file("runs/" + name);
-        Outcome failed = run_lumen({"train", config, "--set", "name=" + name},
-                                   "write@" + std::to_string(hit) + ":fail", log);
+        Outcome failed =
+            run_lumen(train_args(config, dir, name), "write@" + std::to_string(hit) + ":fail", log);
         INFO(failed.output);
         REQUIRE(failed.status == 1);
         CHECK(failed.output.find("write failed: No space left on device") != std::string::npos);
@@ -205,12 +203,12 @@ TEST_CASE("a damaged newest checkpoint is skipped with a warning and the run res
     TempDir dir("faults_damaged");
     const std::string config = write_config(dir);
     const std::string log = dir.file("log.txt");
-    REQUIRE(run_lumen({"train", config, "--set", "name=whole"}, "", log).status == 0);
+    REQUIRE(run_lumen(train_args(config, dir, "whole"), "", log).status == 0);
     const RunResult want = result_of(dir.file("runs/whole"));
     const std::string run = dir.file("runs/part");
-    REQUIRE(
-        run_lumen({"train", config, "--set", "name=part", "--set", "train.max_steps=12"}, "", log)
-            .status == 0);
+    std::vector<std::string> part = train_args(config, dir, "part");
+    part.insert(part.end(), {"--set", "train.max_steps=12"});
+    REQUIRE(run_lumen(part, "", log).status == 0);
     const std::string newest = run + "/checkpoints/step-000000012.safetensors";
     REQUIRE(fs::exists(newest));
     {

@@ -12,6 +12,7 @@
 #include "core/fault.h"
 #include "core/safetensors.h"
 #include "support/gradcheck.h"
+#include "support/tiny_config.h"
 #include "train/cli/train_command.h"
 
 using namespace lumen;
@@ -20,21 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A config file in `dir` for a 2-epoch run of a tiny DGViT on 128 synthetic images.
+// A config file in `dir` for the tiny run (support/tiny_config.h).
 std::string write_config(const TempDir& dir) {
     const std::string path = dir.file("tiny.json");
-    std::ofstream(path) << R"({
-  "name": "tiny",
-  "seed": 3,
-  "data": {"dataset": "synthetic", "batch_size": 16, "train_subset": 128, "test_subset": 64,
-           "num_workers": 1},
-  "model": {"name": "dgvit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 7,
-            "drop": 0.1},
-  "optim": {"lr": 0.003},
-  "schedule": {"name": "cosine", "interval": "step", "warmup": 3},
-  "train": {"epochs": 2, "log_every": 2, "threads": 1},
-  "output": {"progress": "lines"}
-})";
+    std::ofstream(path) << tiny_config_json("tiny", 3);
     return path;
 }
 

@@ -125,6 +125,11 @@ int main(int argc, char** argv) {
     std::string huge_length = path_of("huge_length.safetensors");
     write_bytes(huge_length, std::string("\xff\xff\xff\xff\xff\xff\xff\x0f", 8) + "{}");
     add_case("huge_header_length", 1, "runs past the end of the file", {"eval", huge_length});
+    // A real 17 MB header (of whitespace): over the 16 MB cap, refused before parsing.
+    std::string big =
+        raw_safetensors("big_header.safetensors", "{}" + std::string(17 << 20, ' '), "");
+    add_case("header_over_cap", 1, "exceeds the limit of 16777216 bytes (16 MB)",
+             {"check-vectors", big});
     std::string huge_shape = raw_safetensors(
         "huge_shape.safetensors",
         R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", "abcd");

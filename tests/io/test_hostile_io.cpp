@@ -21,6 +21,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Not a speed target (those live in bench/): a bound that only a hang, a blocking open or the
+// quadratic behaviour these tests guard against can exceed, even under a sanitizer on a loaded
+// machine. The quadratic parse of 200,000 entries takes minutes.
+constexpr double kHangGuard = 30.0;
+
 double seconds_of(const std::function<void()>& body) {
     auto start = std::chrono::steady_clock::now();
     body();
@@ -45,7 +50,7 @@ TEST_CASE("parse_json_strict refuses deep nesting at the cap, in linear time", "
             require_error([&] { parse_json_strict(text, "config", "deep.json", 32); },
                           {"[config] deep.json: JSON nested deeper than 32 levels"});
         });
-        CHECK(seconds < 1.0);
+        CHECK(seconds < kHangGuard);
     }
     CHECK(parse_json_strict(nested("[", "]", 32), "t", "ok", 32).is_array());
     require_error([&] { parse_json_strict(nested("[", "]", 33), "t", "x", 32); },
@@ -77,7 +82,7 @@ TEST_CASE("parse_json_strict is linear in the number of entries", "[io][json]") 
     text += "}";
     double seconds =
         seconds_of([&] { CHECK(parse_json_strict(text, "t", "big", 8).size() == 200000); });
-    CHECK(seconds < 3.0);
+    CHECK(seconds < kHangGuard);
     CHECK(json_excerpt(parse_json_strict(text, "t", "big", 8), 20).size() == 23);
 }
 
@@ -90,7 +95,7 @@ TEST_CASE("open_regular_file refuses FIFOs and directories without blocking", "[
                       {"[safetensors] ", fifo, ": is a FIFO, not a regular file"});
         require_error([&] { read_file(fifo, "config", 1 << 20); }, {"is a FIFO"});
     });
-    CHECK(seconds < 1.0);
+    CHECK(seconds < kHangGuard);
     require_error([&] { open_regular_file(dir.path.string(), "idx"); },
                   {"[idx]", "is a directory, not a file"});
     require_error([&] { open_regular_file(dir.file("absent"), "idx"); },

@@ -344,7 +344,7 @@ TEST_CASE("safetensors: deep nesting and huge ranks are refused fast",
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(seconds < 5.0);
+    CHECK(seconds < 30.0);  // a hang guard (the quadratic case took hours), not a speed target
 }
 
 TEST_CASE("safetensors: the checksum catches a flipped bit anywhere",
