@@ -72,7 +72,10 @@ std::map<std::string, Tensor> checkpoint_tensors(const std::string& path, const 
     return tensors;
 }
 
-// Reads one field of the state: present, of the right JSON type, and (integers) >= 0.
+// Counts (epoch, step, ...) stay below 2^53, so that no arithmetic on them can overflow.
+constexpr int64_t kMaxCount = int64_t(1) << 53;
+
+// Reads one field of the state: present, of the right JSON type, and (counts) in [0, 2^53].
 template <typename T>
 T field(const std::string& path, const Json& j, const char* key) {
     auto it = j.find(key);
@@ -80,11 +83,13 @@ T field(const std::string& path, const Json& j, const char* key) {
     bool ok = false;
     if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
     if constexpr (std::is_same_v<T, int64_t>)
-        ok = it->is_number_integer() && it->get<int64_t>() >= 0;
+        ok = it->is_number_integer() && it->get<int64_t>() >= 0 && it->get<int64_t>() <= kMaxCount;
     if constexpr (std::is_same_v<T, uint64_t>) ok = it->is_number_unsigned();
-    LUMEN_CHECK(ok, "checkpoint", path, ": the checkpoint state's '", key, "' must be ",
-                std::is_same_v<T, std::string> ? "a string" : "an integer >= 0", ", got ",
-                json_excerpt(*it));
+    const char* expected = std::is_same_v<T, std::string> ? "a string"
+                           : std::is_same_v<T, int64_t>   ? "an integer in [0, 2^53]"
+                                                          : "an integer >= 0";
+    LUMEN_CHECK(ok, "checkpoint", path, ": the checkpoint state's '", key, "' must be ", expected,
+                ", got ", json_excerpt(*it));
     return it->get<T>();
 }
 

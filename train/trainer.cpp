@@ -64,13 +64,15 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
 
 namespace {
 
-// A number of the trainer's extra record: finite and >= 0 (0 when absent).
+// A number of the trainer's extra record in [0, 2^53] (0 when absent), so that the counts
+// among them convert to int64 exactly.
 double extra_number(const std::string& path, const nlohmann::json& extra, const char* key) {
     auto it = extra.find(key);
     if (it == extra.end()) return 0.0;
-    LUMEN_CHECK(it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0,
+    const double limit = 9007199254740992.0;  // 2^53
+    LUMEN_CHECK(it->is_number() && it->get<double>() >= 0 && it->get<double>() <= limit,
                 "checkpoint", path, ": the trainer record's '", key,
-                "' must be a finite number >= 0, got ", it->dump());
+                "' must be a number in [0, 2^53], got ", it->dump());
     return it->get<double>();
 }
 

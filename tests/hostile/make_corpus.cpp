@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
     std::string negative =
         edited_checkpoint(checkpoint, "negative_epoch.safetensors",
                           [](Json& s, std::map<std::string, Tensor>&) { s["epoch"] = -7; });
-    add_case("negative_epoch", 1, "'epoch' must be an integer >= 0, got -7", {"eval", negative});
+    add_case("negative_epoch", 1, "'epoch' must be an integer in [0, 2^53], got -7",
+             {"eval", negative});
     std::string deep_config = edited_checkpoint(checkpoint, "deep_config.safetensors",
                                                 [](Json& s, std::map<std::string, Tensor>&) {
                                                     s["config"] = "{\"a\":" + nested(100000) + "}";

@@ -210,8 +210,8 @@ TEST_CASE("checkpoint fields read back are checked, never trusted",
     using Tensors = std::map<std::string, Tensor>;
     // A negative epoch trained 7 extra epochs at lr 0.
     expect([](Json& s, Tensors&) { s["epoch"] = -7; },
-           {"the checkpoint state's 'epoch' must be an integer >= 0, got -7"});
-    expect([](Json& s, Tensors&) { s["step"] = 2.5; }, {"'step' must be an integer >= 0"});
+           {"the checkpoint state's 'epoch' must be an integer in [0, 2^53], got -7"});
+    expect([](Json& s, Tensors&) { s["step"] = 2.5; }, {"'step' must be an integer in [0, 2^53]"});
     expect([](Json& s, Tensors&) { s.erase("batch_in_epoch"); }, {"has no 'batch_in_epoch'"});
     expect([](Json& s, Tensors&) { s["format"] = 1; }, {"checkpoint format 1 is not the format 2"});
     expect([](Json& s, Tensors&) { s["config"] = "[1]"; }, {"'config' must hold a JSON object"});

@@ -29,6 +29,9 @@ void print_models(std::ostream& out) {
                     out << (i ? ", " : "") << spec.choices[i];
                 out << ")";
             }
+            const std::string range = spec.range.str();
+            if (range != "finite")
+                out << (range[0] == '[' || range[0] == '(' ? "; in " : "; ") << range;
             out << "\n";
         }
     }

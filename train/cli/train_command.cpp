@@ -95,7 +95,7 @@ std::string latest_checkpoint(const std::string& run_dir, std::ostream& out) {
         out << "warning: skipping a damaged checkpoint: " << reason << "\n";
     LUMEN_CHECK(!path.empty(), "lumen", run_dir, "/checkpoints holds no valid checkpoint",
                 skipped.empty() ? "" : " (all damaged, see the warnings)");
-    if (!skipped.empty()) out << "resuming from " << path << " instead\n";
+    if (!skipped.empty()) out << "using " << path << " instead\n";
     return path;
 }
 
