@@ -191,6 +191,14 @@ int main(int argc, char** argv) {
     add_case("resume_bad_optimizer_state", 1, "'exp_avg_sq' has shape [3]",
              {"train", "--resume", path_of("bad_run")});
 
+    // A run whose newest checkpoint is nested 100,000 levels deep: resume skips it with a
+    // warning and continues from the one before (here the end of the run: nothing to train).
+    fs::create_directories(path_of("fallback_run/checkpoints"));
+    fs::copy_file(checkpoint, path_of("fallback_run/checkpoints/step-000000002.safetensors"));
+    fs::copy_file(deep, path_of("fallback_run/checkpoints/step-000000003.safetensors"));
+    add_case("resume_falls_back", 0, "warning: skipping a damaged checkpoint",
+             {"train", "--resume", path_of("fallback_run")});
+
     // ---- non-regular files where files are expected: refused at once, not waited on ----
     std::string fifo = path_of("fifo.safetensors");
     mkfifo(fifo.c_str(), 0600);

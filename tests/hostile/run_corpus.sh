@@ -57,7 +57,7 @@ while IFS=$'\t' read -r -a fields; do
         echo "FAIL  $name (${elapsed}s): $problem"
         echo "$output" | tail -5 | sed 's/^/      /' | cut -c1-300
     else
-        echo "ok    $name (${elapsed}s): $(grep -m1 '^error: \|^FAIL ' <<<"$output" | cut -c1-160)"
+        echo "ok    $name (${elapsed}s): $(grep -m1 '^error: \|^FAIL \|^warning: ' <<<"$output" | cut -c1-160)"
     fi
 done <"$work/corpus/cases.tsv"
 echo "hostile corpus: $((total - failed)) of $total cases refused as expected"

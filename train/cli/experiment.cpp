@@ -203,19 +203,6 @@ nn::Options resolve_training_config(const train::RawConfig& raw) {
 
 namespace {
 
-// Runs a builder; a library error from it ("[AdamW] lr must be ...") gains the config keys it
-// came from, so the user knows what to change.
-template <typename Build>
-auto with_keys(const char* keys, Build&& build) -> decltype(build()) {
-    try {
-        return build();
-    } catch (const Error& e) {
-        const std::string message = e.what();
-        if (message.rfind("[config]", 0) == 0) throw;  // already names its key
-        LUMEN_FAIL("config", "from the ", keys, " keys: ", message);
-    }
-}
-
 double physical_memory_bytes() {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
@@ -275,7 +262,7 @@ std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataSha
         mismatch("classes", std::to_string(data.num_classes), "num_classes",
                  std::to_string(input.num_classes));
     check_model_fits(config, name, options, training);
-    return with_keys("model.*", [&] { return models::build_model(name, options); });
+    return with_config_keys("model.*", [&] { return models::build_model(name, options); });
 }
 
 namespace {
@@ -329,13 +316,13 @@ std::shared_ptr<train::LRSchedule> make_schedule(const nn::Options& config,
 }  // namespace
 
 std::unique_ptr<train::Optimizer> build_optimizer(const nn::Options& config, nn::Module& model) {
-    return with_keys("optim.*", [&] { return make_optimizer(config, model); });
+    return with_config_keys("optim.*", [&] { return make_optimizer(config, model); });
 }
 
 std::shared_ptr<train::LRSchedule> build_schedule(const nn::Options& config,
                                                   int64_t steps_per_epoch) {
-    return with_keys("schedule.*, optim.lr and train.epochs",
-                     [&] { return make_schedule(config, steps_per_epoch); });
+    return with_config_keys("schedule.*, optim.lr and train.epochs",
+                            [&] { return make_schedule(config, steps_per_epoch); });
 }
 
 }  // namespace lumen::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "nn/module.h"
 #include "nn/options.h"
 #include "train/config.h"
@@ -16,6 +17,19 @@
 #include "train/trainer.h"
 
 namespace lumen::cli {
+
+// Runs a builder; a library error from it ("[AdamW] lr must be ...") becomes a [config] error
+// that also names the config keys it came from, so the user knows what to change.
+template <typename Build>
+auto with_config_keys(const char* keys, Build&& build) -> decltype(build()) {
+    try {
+        return build();
+    } catch (const Error& e) {
+        const std::string message = e.what();
+        if (message.rfind("[config]", 0) == 0) throw;  // already names its key
+        LUMEN_FAIL("config", "from the ", keys, " keys: ", message);
+    }
+}
 
 // Every key of a training config except the model's ("model.name" included), with defaults.
 std::vector<nn::OptionSpec> trainer_option_specs();

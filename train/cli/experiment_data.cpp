@@ -97,7 +97,7 @@ std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split
     if (!transforms.empty()) o.transform = std::make_shared<datasets::Compose>(transforms);
     auto data =
         std::make_shared<datasets::TensorDataset>(std::vector<Tensor>{split.images, split.labels});
-    return std::make_shared<LoaderSource>(data, o);
+    return with_config_keys("data.*", [&] { return std::make_shared<LoaderSource>(data, o); });
 }
 
 DataShape shape_of(const Split& split) {
