@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 start=$SECONDS
 build_dir=${BUILD_DIR:-build}
 
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 CMAKE_ARGS="${CMAKE_ARGS:-} -DLUMEN_BUILD_TESTS=ON" bash scripts/build.sh
 
 status=0

@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #include "train/cli/check_vectors.h"
+#include "train/cli/convert_command.h"
 #include "train/cli/models_command.h"
 #include "train/cli/train_command.h"
 
@@ -35,6 +36,10 @@ constexpr const char* kUsage =
     "                 plot.svg, summary.json, checkpoints/, model.safetensors)\n"
     "  eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] [--threads N]\n"
     "                 evaluate a run's latest checkpoint (or a checkpoint file)\n"
+    "  convert IN OUT [--keep-dtype]\n"
+    "                 convert between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz) and\n"
+    "                 safetensors (see 'lumen convert --help')\n"
+    "  inspect FILE   shape, dtype, spacing, affine, orientation and value statistics\n"
     "  info           version, build options, CUDA devices and CPU threads\n"
     "  models         registered models and their config keys with defaults\n"
     "  --help, -h     this message\n";
@@ -108,6 +113,8 @@ int run(const std::vector<std::string>& args) {
     if (command == "info") return run_info(rest);
     if (command == "train") return lumen::cli::run_train_command(rest, std::cout);
     if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
+    if (command == "convert") return lumen::cli::run_convert_command(rest, std::cout);
+    if (command == "inspect") return lumen::cli::run_inspect_command(rest, std::cout);
     if (command == "models") {
         LUMEN_CHECK(rest.empty() || is_help(rest[0]), "lumen", "'models' takes no arguments, got '",
                     rest.empty() ? "" : rest[0], "'");
