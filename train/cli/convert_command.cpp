@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "datasets/image.h"
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
 
@@ -17,7 +18,7 @@ namespace lumen::cli {
 
 namespace {
 
-enum class Format { nifti, npy, npz, safetensors };
+enum class Format { nifti, npy, npz, safetensors, image, png };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() &&
@@ -29,9 +30,12 @@ Format format_of(const std::string& path) {
     if (ends_with(path, ".npy")) return Format::npy;
     if (ends_with(path, ".npz")) return Format::npz;
     if (ends_with(path, ".safetensors")) return Format::safetensors;
+    if (ends_with(path, ".png") || ends_with(path, ".PNG")) return Format::png;
+    for (const char* ext : {".jpg", ".jpeg", ".JPG", ".JPEG", ".bmp", ".BMP", ".tga", ".TGA"})
+        if (ends_with(path, ext)) return Format::image;
     LUMEN_FAIL("convert", path,
-               ": unknown format (extensions: .nii, .nii.gz, .npy, .npz, "
-               ".safetensors)");
+               ": unknown format (extensions: .nii, .nii.gz, .npy, .npz, .safetensors, .png, "
+               ".jpg, .jpeg, .bmp, .tga)");
 }
 
 const char* format_name(Format f) {
@@ -39,6 +43,8 @@ const char* format_name(Format f) {
         case Format::nifti: return "NIfTI";
         case Format::npy: return "NPY";
         case Format::npz: return "NPZ";
+        case Format::png: return "PNG";
+        case Format::image: return "image";
         default: return "safetensors";
     }
 }
@@ -70,6 +76,8 @@ Contents read_any(const std::string& path, bool keep_dtype) {
                 c.tensors[name] = as_image(array.data);
             break;
         case Format::safetensors: c.tensors = load_safetensors(path).tensors; break;
+        case Format::png:
+        case Format::image: c.tensors["image"] = as_image(datasets::read_image(path)); break;
     }
     return c;
 }
@@ -91,13 +99,31 @@ std::array<double, 16> affine_of(const Tensor& t, const std::string& path) {
     return a;
 }
 
+// A floating image (as convert reads one without --keep-dtype) goes to PNG when its values are
+// whole numbers in 0..65535: as uint8 when they fit 8 bits, else 16-bit.
+Tensor png_values(const Tensor& image, const std::string& path) {
+    if (!image.is_floating_point()) return image;
+    Tensor v = image.to(DType::float64).contiguous();
+    const double* x = static_cast<const double*>(v.data_ptr());
+    double top = 0;
+    for (int64_t i = 0; i < v.numel(); ++i) {
+        LUMEN_CHECK(x[i] >= 0 && x[i] <= 65535 && x[i] == std::floor(x[i]), "convert", path,
+                    ": PNG samples are whole numbers in 0..65535, got ", x[i],
+                    " (scale or round the image first)");
+        top = std::max(top, x[i]);
+    }
+    return v.to(top <= 255 ? DType::uint8 : DType::int32);
+}
+
 constexpr const char* kConvertUsage =
     "usage: lumen convert IN OUT [--keep-dtype]\n"
-    "Converts between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz) and safetensors. To\n"
-    "safetensors: tensor 'image' (float32 unless --keep-dtype; NIfTI: nibabel's get_fdata()\n"
-    "values in (i, j, k[, t]) order) and, for NIfTI, 'affine' (float64 4x4, nibabel's\n"
-    "img.affine); an .npz gives one tensor per member. From safetensors: 'image' (or the only\n"
-    "tensor), with the geometry of 'affine' when writing NIfTI.\n";
+    "Converts between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz), images (.png, .jpg, .bmp,\n"
+    ".tga in; .png out) and safetensors. To safetensors: tensor 'image' (float32 unless\n"
+    "--keep-dtype; NIfTI: nibabel's get_fdata() values in (i, j, k[, t]) order; images: (H, W,\n"
+    "C) with the stored 0-255 or 0-65535 values) and, for NIfTI, 'affine' (float64 4x4,\n"
+    "nibabel's img.affine); an .npz gives one tensor per member. From safetensors: 'image' (or\n"
+    "the only tensor), with the geometry of 'affine' when writing NIfTI; a PNG is 8-bit for\n"
+    "uint8 (or whole values up to 255), else 16-bit.\n";
 
 }  // namespace
 
@@ -129,6 +155,11 @@ int run_convert_command(const std::vector<std::string>& args, std::ostream& out)
             break;
         case Format::npy: datasets::write_npy(target, single_tensor(c, in, target)); break;
         case Format::npz: datasets::write_npz(target, c.tensors, true); break;
+        case Format::png:
+            datasets::write_png(target, png_values(single_tensor(c, in, target), target));
+            break;
+        case Format::image:
+            LUMEN_FAIL("convert", target, ": lumen writes images as PNG only (.png)");
         case Format::nifti: {
             datasets::NiftiHeader header;
             if (c.nifti)

@@ -1,0 +1,162 @@
+// stb_image for decoding (compiled here only, with its functions static, so a program that
+// embeds lumen may use its own copy), limited to PNG, JPEG, BMP and TGA; a small PNG encoder on
+// zlib for writing (signature, IHDR, IDAT of filtered rows, IEND; https://www.w3.org/TR/png/).
+#include "datasets/image.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <zlib.h>
+
+#include "core/error.h"
+#include "core/file_io.h"
+
+#define STB_IMAGE_IMPLEMENTATION
+#define STB_IMAGE_STATIC
+#define STBI_NO_STDIO
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_TGA
+#define STBI_MAX_DIMENSIONS (1 << 20)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#include <stb/stb_image.h>
+#pragma GCC diagnostic pop
+
+namespace lumen::datasets {
+
+namespace {
+
+constexpr uint64_t kMaxFileBytes = uint64_t(1) << 30;
+constexpr uint64_t kMaxPixels = uint64_t(1) << 28;
+
+#define IMAGE_CHECK(cond, path, ...) LUMEN_CHECK(cond, "image", path, ": ", __VA_ARGS__)
+
+struct StbFree {
+    void operator()(void* p) const { stbi_image_free(p); }
+};
+
+}  // namespace
+
+Tensor read_image(const std::string& path, int* bits) {
+    const std::string bytes = read_file(path, "image", kMaxFileBytes, "an image");
+    IMAGE_CHECK(bytes.size() <= size_t(INT32_MAX), path, "too large");
+    const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+    const int length = int(bytes.size());
+    int width = 0, height = 0, channels = 0;
+    IMAGE_CHECK(stbi_info_from_memory(data, length, &width, &height, &channels), path,
+                "not a PNG, JPEG, BMP or TGA image, or a damaged one (", stbi_failure_reason(),
+                ")");
+    IMAGE_CHECK(width > 0 && height > 0 && channels >= 1 && channels <= 4 &&
+                    uint64_t(width) * uint64_t(height) <= kMaxPixels,
+                path, "the header claims ", width, " x ", height, " pixels of ", channels,
+                " channels (at most 2^28 pixels of 1 to 4 channels)");
+    const bool sixteen = stbi_is_16_bit_from_memory(data, length) != 0;
+    int w = 0, h = 0, c = 0;
+    Tensor out;
+    if (sixteen) {
+        std::unique_ptr<stbi_us, StbFree> pixels(
+            stbi_load_16_from_memory(data, length, &w, &h, &c, 0));
+        IMAGE_CHECK(pixels != nullptr, path, "cannot decode (", stbi_failure_reason(), ")");
+        out = empty({h, w, c}, DType::int32);
+        int32_t* dst = static_cast<int32_t*>(out.data_ptr());
+        for (int64_t i = 0; i < out.numel(); ++i) dst[i] = pixels.get()[i];
+    } else {
+        std::unique_ptr<stbi_uc, StbFree> pixels(
+            stbi_load_from_memory(data, length, &w, &h, &c, 0));
+        IMAGE_CHECK(pixels != nullptr, path, "cannot decode (", stbi_failure_reason(), ")");
+        out = empty({h, w, c}, DType::uint8);
+        std::memcpy(out.data_ptr(), pixels.get(), size_t(out.numel()));
+    }
+    IMAGE_CHECK(w == width && h == height && c == channels, path,
+                "decoded a different size than its header claims");
+    if (bits) *bits = sixteen ? 16 : 8;
+    return out;
+}
+
+namespace {
+
+void append_chunk(std::string& png, const char* type, const std::string& data) {
+    uint32_t length = uint32_t(data.size());
+    for (int i = 3; i >= 0; --i) png.push_back(char(length >> (8 * i)));
+    std::string body = std::string(type, 4) + data;
+    png += body;
+    uint32_t crc = uint32_t(crc32_z(0, reinterpret_cast<const Bytef*>(body.data()), body.size()));
+    for (int i = 3; i >= 0; --i) png.push_back(char(crc >> (8 * i)));
+}
+
+}  // namespace
+
+void write_png(const std::string& path, const Tensor& image, int bits) {
+    IMAGE_CHECK(image.defined() && (image.ndim() == 2 || image.ndim() == 3), path,
+                "write_png needs (H, W) or (H, W, C), got ",
+                image.defined() ? image.shape() : Shape{});
+    const int64_t height = image.size(0), width = image.size(1);
+    const int64_t channels = image.ndim() == 3 ? image.size(2) : 1;
+    IMAGE_CHECK(channels >= 1 && channels <= 4 && height >= 1 && width >= 1 &&
+                    height <= INT32_MAX && width <= INT32_MAX,
+                path, "cannot write shape ", image.shape(),
+                " as a PNG (C must be 1 grey, 2 grey+alpha, 3 RGB or 4 RGBA)");
+    const DType dtype = image.dtype();
+    IMAGE_CHECK(dtype == DType::uint8 || dtype == DType::int32 || dtype == DType::int64, path,
+                "cannot write dtype ", dtype, " as a PNG (uint8, or int32/int64 for 16 bits)");
+    if (bits == 0) bits = dtype == DType::uint8 ? 8 : 16;
+    IMAGE_CHECK(bits == 8 || bits == 16, path, "bits must be 8 or 16, got ", bits);
+    Tensor values = image.detach().cpu().to(DType::int64).contiguous();
+    const int64_t* v = static_cast<const int64_t*>(values.data_ptr());
+    const int64_t top = bits == 8 ? 255 : 65535;
+    for (int64_t i = 0; i < values.numel(); ++i)
+        IMAGE_CHECK(v[i] >= 0 && v[i] <= top, path, "value ", v[i], " does not fit ", bits,
+                    "-bit PNG samples (0..", top, ")");
+    // Rows of samples (big-endian when 16-bit), each after filter byte 0 (none).
+    const int64_t row_bytes = width * channels * (bits / 8);
+    std::string raw;
+    raw.reserve(size_t(height * (row_bytes + 1)));
+    for (int64_t y = 0; y < height; ++y) {
+        raw.push_back('\0');
+        for (int64_t x = 0; x < width * channels; ++x) {
+            int64_t sample = v[y * width * channels + x];
+            if (bits == 16) raw.push_back(char(sample >> 8));
+            raw.push_back(char(sample & 0xff));
+        }
+    }
+    uLongf packed_size = compressBound(uLong(raw.size()));
+    std::string packed(packed_size, '\0');
+    IMAGE_CHECK(compress2(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+                          reinterpret_cast<const Bytef*>(raw.data()), uLong(raw.size()), 6) == Z_OK,
+                path, "zlib could not compress the image");
+    packed.resize(packed_size);
+    static const char kColorType[] = {0, 0, 4, 2, 6};  // by channels: grey, grey+alpha, RGB, RGBA
+    std::string header;
+    for (int64_t size : {width, height})
+        for (int i = 3; i >= 0; --i) header.push_back(char(size >> (8 * i)));
+    header += char(bits);
+    header += kColorType[channels];
+    header += std::string(3, '\0');  // deflate, adaptive filtering, no interlace
+    std::string png = "\x89PNG\r\n\x1a\n";
+    append_chunk(png, "IHDR", header);
+    append_chunk(png, "IDAT", packed);
+    append_chunk(png, "IEND", "");
+    const std::string temp = path + ".tmp";
+    try {
+        FileWriter out(temp, "image");
+        out.write(png);
+        out.close();
+    } catch (...) {
+        std::remove(temp.c_str());
+        throw;
+    }
+    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+        int error = errno;
+        std::remove(temp.c_str());
+        LUMEN_FAIL("image", path, ": cannot rename ", temp, " to it: ", std::strerror(error));
+    }
+}
+
+}  // namespace lumen::datasets
