@@ -3,6 +3,7 @@
 // zlib for writing (signature, IHDR, IDAT of filtered rows, IEND; https://www.w3.org/TR/png/).
 #include "datasets/image.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -42,6 +43,59 @@ struct StbFree {
     void operator()(void* p) const { stbi_image_free(p); }
 };
 
+// stb_image (Debian's 2022-09 copy) trusts the 16 code counts of a JPEG Huffman table (DHT):
+// counts summing past 256 overrun its 257-entry size table and 256-entry value table (found by
+// fuzz/). So every DHT segment is checked first, walking the markers as stb does: bytes that
+// are not 0xFF between segments are skipped, 0xFF fill bytes too, and after a start of scan
+// the entropy-coded data runs to the next 0xFF that is not stuffing (00) or a restart (D0-D7).
+// Returns "" or the problem.
+std::string check_jpeg_huffman_tables(const std::string& bytes) {
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+    const size_t n = bytes.size();
+    // stb takes the data for a JPEG when it starts with 0xFF, more 0xFF fill bytes, then SOI.
+    size_t p = 0;
+    if (n == 0 || b[0] != 0xFF) return "";
+    while (p < n && b[p] == 0xFF) ++p;
+    if (p >= n || b[p] != 0xD8) return "";
+    ++p;
+    while (p + 1 < n) {
+        if (b[p] != 0xFF) {
+            ++p;
+            continue;
+        }
+        while (p < n && b[p] == 0xFF) ++p;
+        if (p >= n) break;
+        const unsigned char marker = b[p++];
+        if (marker == 0xD9) break;  // EOI
+        if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;
+        if (p + 2 > n) break;
+        const size_t length = size_t(b[p]) << 8 | b[p + 1];
+        if (marker == 0xC4) {
+            // As stb: tables follow while the segment's length says bytes remain, each read in
+            // full even past the segment's end (bytes past the file read as 0).
+            auto at = [&](size_t i) { return i < n ? b[i] : 0; };
+            int64_t remaining = int64_t(length) - 2;
+            size_t q = p + 2;
+            while (remaining > 0) {
+                size_t count = 0;
+                for (size_t i = 1; i <= 16; ++i) count += at(q + i);
+                if (count > 256)
+                    return "a Huffman table (DHT) claims " + std::to_string(count) +
+                           " codes (at most 256)";
+                q += 17 + count;
+                remaining -= int64_t(17 + count);
+            }
+        }
+        p = std::max(p + length, p + 2);
+        if (marker == 0xDA) {  // skip the entropy-coded data
+            while (p + 1 < n &&
+                   !(b[p] == 0xFF && b[p + 1] != 0x00 && !(b[p + 1] >= 0xD0 && b[p + 1] <= 0xD7)))
+                ++p;
+        }
+    }
+    return "";
+}
+
 }  // namespace
 
 Tensor read_image(const std::string& path, int* bits) {
@@ -49,6 +103,8 @@ Tensor read_image(const std::string& path, int* bits) {
     IMAGE_CHECK(bytes.size() <= size_t(INT32_MAX), path, "too large");
     const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
     const int length = int(bytes.size());
+    const std::string jpeg_problem = check_jpeg_huffman_tables(bytes);
+    IMAGE_CHECK(jpeg_problem.empty(), path, "corrupt JPEG: ", jpeg_problem);
     int width = 0, height = 0, channels = 0;
     IMAGE_CHECK(stbi_info_from_memory(data, length, &width, &height, &channels), path,
                 "not a PNG, JPEG, BMP or TGA image, or a damaged one (", stbi_failure_reason(),
@@ -57,6 +113,13 @@ Tensor read_image(const std::string& path, int* bits) {
                     uint64_t(width) * uint64_t(height) <= kMaxPixels,
                 path, "the header claims ", width, " x ", height, " pixels of ", channels,
                 " channels (at most 2^28 pixels of 1 to 4 channels)");
+    // No format here packs more than about 8256 pixels into a byte (1-bit PNG rows deflated at
+    // deflate's best, 1032:1); a header claiming more than that (with room for small files)
+    // lies, and decoding it would allocate for pixels that are not there.
+    const uint64_t plausible = 8256 * uint64_t(bytes.size()) + (uint64_t(1) << 20);
+    IMAGE_CHECK(uint64_t(width) * uint64_t(height) <= plausible, path, "the header claims ", width,
+                " x ", height, " pixels, more than a file of ", bytes.size(),
+                " bytes can hold (at most ", plausible, ")");
     const bool sixteen = stbi_is_16_bit_from_memory(data, length) != 0;
     int w = 0, h = 0, c = 0;
     Tensor out;

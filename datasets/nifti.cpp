@@ -82,26 +82,31 @@ std::string read_contents(const std::string& path) {
     gzbuffer(file, 1 << 17);
     const uint64_t limit =
         std::min<uint64_t>(kMaxDataBytes + (1 << 20), kMaxGzipRatio * file_bytes + (1 << 16));
-    std::string out;
+    // Plain files read at once; gzip output grows geometrically from the file's size.
+    std::string out(size_t(std::min<uint64_t>(limit + 1, std::max<uint64_t>(file_bytes + 1, 4096))),
+                    '\0');
+    size_t filled = 0;
     while (true) {
-        const size_t chunk = 1 << 22;
-        size_t at = out.size();
-        out.resize(at + chunk);
-        int got = gzread(file, out.data() + at, unsigned(chunk));
+        if (filled == out.size()) {
+            if (out.size() > limit) {
+                gzclose_r(file);
+                LUMEN_FAIL("nifti", path, ": inflates past ", format_bytes(double(limit)),
+                           " (the limit for a file of ", format_bytes(double(file_bytes)), ")");
+            }
+            out.resize(size_t(std::min<uint64_t>(limit + 1, 2 * uint64_t(out.size()))));
+        }
+        const unsigned want = unsigned(std::min<size_t>(out.size() - filled, 1u << 30));
+        int got = gzread(file, out.data() + filled, want);
         if (got < 0) {
             int code = Z_OK;
             std::string message = gzerror(file, &code);
             gzclose_r(file);
             LUMEN_FAIL("nifti", path, ": corrupt gzip data (zlib: ", message, ")");
         }
-        out.resize(at + size_t(got));
-        if (out.size() > limit) {
-            gzclose_r(file);
-            LUMEN_FAIL("nifti", path, ": inflates past ", format_bytes(double(limit)),
-                       " (the limit for a file of ", format_bytes(double(file_bytes)), ")");
-        }
-        if (got < int(chunk)) break;
+        filled += size_t(got);
+        if (got == 0 || (unsigned(got) < want && gzeof(file))) break;
     }
+    out.resize(filled);
     int code = Z_OK;
     gzerror(file, &code);
     gzclose_r(file);

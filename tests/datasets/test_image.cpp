@@ -1,6 +1,7 @@
 // Images: PNG written by lumen and read back (8 and 16 bits, 1-4 channels), and damaged or
 // hostile files refused with a message naming them. tests/conformance/check_pillow.py compares
 // every format with Pillow.
+#include <filesystem>
 #include <fstream>
 
 #include "datasets/image.h"
@@ -84,4 +85,20 @@ TEST_CASE("images: damaged and hostile files are refused with a clear message",
     std::string garbled = good;
     for (size_t i = 45; i < garbled.size() - 12; ++i) garbled[i] = char(i * 7);
     expect(garbled, "");
+}
+
+TEST_CASE("images: inputs the fuzzer found are refused cleanly", "[datasets][image][hostile]") {
+    // fuzz/regressions/image: JPEGs whose Huffman tables overran stb_image's tables (found by
+    // fuzz/fuzz_targets.cpp under ASan + UBSan); the sanitizer build runs this test too.
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(LUMEN_TEST_DATA).parent_path().parent_path() / "fuzz" /
+                         "regressions" / "image";
+    int count = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        INFO(entry.path());
+        require_error([&] { read_image(entry.path().string()); },
+                      {"[image] " + entry.path().string() + ": "});
+        ++count;
+    }
+    CHECK(count >= 3);
 }
