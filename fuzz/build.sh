@@ -20,6 +20,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addre
        -fno-sanitize-recover=all -I. -Iinclude "$defines")
 sources=(core/safetensors.cpp core/json_strict.cpp core/file_io.cpp core/fault.cpp
          datasets/npy.cpp datasets/zip.cpp datasets/nifti.cpp datasets/image.cpp datasets/idx.cpp
+         datasets/text.cpp
          train/config.cpp nn/options.cpp)
 mkdir -p "$out/obj"
 objects=()
@@ -34,7 +35,7 @@ for source in "${sources[@]}"; do
     fi
     objects+=("$object")
 done
-targets=(safetensors nifti npy npz image idx config)
+targets=(safetensors nifti npy npz image idx config csv)
 for i in "${!targets[@]}"; do
     clang++ "${flags[@]}" -fsanitize=fuzzer -DFUZZ_TARGET=$((i + 1)) fuzz/fuzz_targets.cpp \
         "${objects[@]}" "$build/liblumen.a" "${libs[@]}" -o "$out/fuzz_${targets[$i]}"

@@ -14,6 +14,7 @@
 #include "datasets/image.h"
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
+#include "datasets/text.h"
 #include "nn/options.h"
 #include "train/config.h"
 
@@ -62,8 +63,17 @@ void run(const uint8_t* data, size_t size) {
         {"train.nan_guard", true, ""}};
     nn::Options options = train::resolve_config(raw, specs);
     train::config_to_json(options);
+#elif FUZZ_TARGET == 8
+    // A CSV of texts: parsed, every field tokenized, a vocabulary built and used.
+    datasets::CsvTable table =
+        datasets::parse_csv(std::string(reinterpret_cast<const char*>(data), size), ',', "fuzz");
+    std::vector<std::vector<std::string>> texts;
+    for (const auto& row : table.rows)
+        for (const std::string& field : row) texts.push_back(datasets::tokenize(field));
+    datasets::Vocabulary vocabulary = datasets::Vocabulary::build(texts, 1000, 1);
+    for (const auto& tokens : texts) vocabulary.encode(tokens, 100);
 #else
-#error "FUZZ_TARGET must be 1 to 7"
+#error "FUZZ_TARGET must be 1 to 8"
 #endif
 }
 

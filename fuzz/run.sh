@@ -11,7 +11,7 @@ seconds=${1:-600}
 shift || true
 out=${FUZZ_DIR:-build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors nifti npy npz image idx config)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors nifti npy npz image idx config csv)
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 

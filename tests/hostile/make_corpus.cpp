@@ -248,6 +248,40 @@ int main(int argc, char** argv) {
         add_case("threads_" + threads, 1, "option 'train.threads' must be in [0, ",
                  {"train", config, "--threads", threads});
 
+    // ---- the data readers, through lumen inspect ----
+    {
+        std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+        std::string header =
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }";
+        header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+        header += '\n';
+        npy += char(header.size() & 0xFF);
+        npy += char(header.size() >> 8);
+        write_bytes(path_of("huge.npy"), npy + header);
+        add_case("npy_claims_4_tib", 1, "claims more than 64 GiB",
+                 {"inspect", path_of("huge.npy")});
+        std::string nii(352, '\0');
+        const int32_t sizeof_hdr = 348;
+        std::memcpy(nii.data(), &sizeof_hdr, 4);
+        const int16_t dims[4] = {3, 30000, 30000, 30000};
+        std::memcpy(nii.data() + 40, dims, sizeof(dims));
+        const int16_t datatype = 16;
+        std::memcpy(nii.data() + 70, &datatype, 2);
+        std::memcpy(nii.data() + 344, "n+1\0", 4);
+        write_bytes(path_of("huge.nii"), nii);
+        add_case("nifti_claims_100_tb", 1, "claims more than 16 GiB",
+                 {"inspect", path_of("huge.nii")});
+        write_bytes(path_of("cut.nii.gz"),
+                    std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00", 8) + std::string(20, '\x55'));
+        add_case("nifti_bad_gzip", 1, "[nifti]", {"inspect", path_of("cut.nii.gz")});
+        std::string fifo_npy = path_of("fifo.npy");
+        mkfifo(fifo_npy.c_str(), 0600);
+        add_case("fifo_npy", 1, "is a FIFO, not a regular file", {"inspect", fifo_npy});
+        write_bytes(path_of("text.png"), "not an image, only text");
+        add_case("png_not_an_image", 1, "not a PNG, JPEG, BMP or TGA image",
+                 {"convert", path_of("text.png"), path_of("out.safetensors")});
+    }
+
     // ---- datasets ----
     fs::create_directories(path_of("idx"));
     // An IDX header claiming 2^31 x 2^31 images of 1 byte, in a 20-byte file.

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "datasets/demo.h"
 #include "datasets/image.h"
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
@@ -237,6 +238,47 @@ int run_inspect_command(const std::vector<std::string>& args, std::ostream& out)
         c.tensors.erase("affine");
     }
     for (const auto& [name, t] : c.tensors) print_tensor(out, name, t);
+    return 0;
+}
+
+int run_make_demo_command(const std::vector<std::string>& args, std::ostream& out) {
+    std::string name, directory;
+    uint64_t seed = 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--help" || arg == "-h") {
+            std::string names;
+            for (const std::string& n : datasets::demo_names()) names += " " + n;
+            out << "usage: lumen make-demo NAME --out DIR [--seed N]\nNAME:" << names
+                << " (see datasets/demo.h or the README)\n";
+            return 0;
+        }
+        if (arg == "--out" || arg == "--seed") {
+            LUMEN_CHECK(i + 1 < args.size(), "lumen", arg, " needs a value");
+            const std::string& value = args[++i];
+            if (arg == "--out") {
+                directory = value;
+            } else {
+                size_t used = 0;
+                try {
+                    seed = std::stoull(value, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                LUMEN_CHECK(used == value.size() && used > 0, "lumen",
+                            "--seed expects a non-negative integer, got '", value, "'");
+            }
+            continue;
+        }
+        LUMEN_CHECK(arg.empty() || arg[0] != '-', "lumen", "unknown option '", arg,
+                    "' for 'make-demo'");
+        LUMEN_CHECK(name.empty(), "lumen", "make-demo takes one NAME, got '", name, "' and '", arg,
+                    "'");
+        name = arg;
+    }
+    LUMEN_CHECK(!name.empty() && !directory.empty(), "lumen",
+                "make-demo needs NAME and --out DIR (see 'lumen make-demo --help')");
+    datasets::make_demo(name, directory, seed, out);
     return 0;
 }
 

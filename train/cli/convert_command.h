@@ -17,5 +17,7 @@ namespace lumen::cli {
 // [convert] naming the file and the formats for a pair it cannot convert.
 int run_convert_command(const std::vector<std::string>& args, std::ostream& out);
 int run_inspect_command(const std::vector<std::string>& args, std::ostream& out);
+// `lumen make-demo NAME --out DIR [--seed N]` (datasets/demo.h).
+int run_make_demo_command(const std::vector<std::string>& args, std::ostream& out);
 
 }  // namespace lumen::cli

@@ -40,6 +40,8 @@ constexpr const char* kUsage =
     "                 convert between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz) and\n"
     "                 safetensors (see 'lumen convert --help')\n"
     "  inspect FILE   shape, dtype, spacing, affine, orientation and value statistics\n"
+    "  make-demo NAME --out DIR [--seed N]\n"
+    "                 write a demo dataset: shapes2d, organs3d, fmnist_denoise, bags, text\n"
     "  info           version, build options, CUDA devices and CPU threads\n"
     "  models         registered models and their config keys with defaults\n"
     "  --help, -h     this message\n";
@@ -115,6 +117,7 @@ int run(const std::vector<std::string>& args) {
     if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
     if (command == "convert") return lumen::cli::run_convert_command(rest, std::cout);
     if (command == "inspect") return lumen::cli::run_inspect_command(rest, std::cout);
+    if (command == "make-demo") return lumen::cli::run_make_demo_command(rest, std::cout);
     if (command == "models") {
         LUMEN_CHECK(rest.empty() || is_help(rest[0]), "lumen", "'models' takes no arguments, got '",
                     rest.empty() ? "" : rest[0], "'");
