@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/safetensors.h"
 #include "datasets/zip.h"
 #include "ops/shape.h"
 
@@ -328,6 +329,26 @@ void write_npz(const std::string& path, const std::map<std::string, Tensor>& ten
         members.push_back({name + ".npy", npy_bytes(tensor)});
     }
     write_zip(path, "npz", members, compress);
+}
+
+Tensor read_feature_bag(const std::string& path) {
+    const bool safetensors =
+        path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+    Tensor bag;
+    if (safetensors) {
+        SafetensorsFile file = load_safetensors(path);
+        auto it = file.tensors.find("features");
+        LUMEN_CHECK(it != file.tensors.end() || file.tensors.size() == 1, "bag", path, ": holds ",
+                    file.tensors.size(), " tensors and none is named 'features'");
+        bag = it != file.tensors.end() ? it->second : file.tensors.begin()->second;
+    } else {
+        bag = read_npy(path).data;
+    }
+    LUMEN_CHECK(bag.ndim() == 2 && bag.size(0) >= 1 && bag.size(1) >= 1, "bag", path,
+                ": a bag is (instances, features) with at least one of each, got shape ",
+                bag.shape());
+    LUMEN_CHECK(bag.dtype() != DType::bool_, "bag", path, ": features must be numbers, got bool");
+    return bag.to(DType::float32).contiguous();
 }
 
 }  // namespace lumen::datasets

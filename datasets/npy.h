@@ -44,4 +44,9 @@ void write_npy(const std::string& path, const Tensor& tensor);
 void write_npz(const std::string& path, const std::map<std::string, Tensor>& tensors,
                bool compress = false);
 
+// A feature bag of multiple-instance learning (one whole-slide image): an (instances, features)
+// array from a .npy file or a .safetensors file (its tensor "features", or its only tensor), as
+// float32. Throws [bag] naming the file for another rank, an empty bag or a non-numeric dtype.
+Tensor read_feature_bag(const std::string& path);
+
 }  // namespace lumen::datasets

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "core/safetensors.h"
 #include "datasets/npy.h"
 #include "datasets/zip.h"
 #include "support/gradcheck.h"
@@ -176,4 +177,20 @@ TEST_CASE("npy and npz: damaged files are refused with a clear message",
     require_error([&] { read_npz(npz); }, {"member 'notes.txt' is not an .npy array"});
     write_zip(npz, "npz", {{"x.npy", "garbage"}}, true);
     require_error([&] { read_npz(npz); }, {"[npy] " + npz + ":x.npy: not a .npy file"});
+}
+
+TEST_CASE("feature bags from .npy and .safetensors", "[datasets][npy]") {
+    TempDir dir("bags");
+    Tensor features = randn({7, 5});
+    write_npy(dir.file("a.npy"), features.to(DType::float64));
+    CHECK(read_feature_bag(dir.file("a.npy")).to_vector<float>() == features.to_vector<float>());
+    save_safetensors(dir.file("b.safetensors"),
+                     {{"features", features}, {"coords", zeros({7, 2})}});
+    CHECK(read_feature_bag(dir.file("b.safetensors")).shape() == Shape{7, 5});
+    save_safetensors(dir.file("c.safetensors"), {{"x", features}, {"y", features}});
+    require_error([&] { read_feature_bag(dir.file("c.safetensors")); },
+                  {"[bag]", "none is named 'features'"});
+    write_npy(dir.file("d.npy"), zeros({3}));
+    require_error([&] { read_feature_bag(dir.file("d.npy")); },
+                  {"[bag] " + dir.file("d.npy") + ": a bag is (instances, features)", "[3]"});
 }
