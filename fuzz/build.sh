@@ -14,7 +14,7 @@ cuda=$(grep -E '^LUMEN_CUDA:BOOL=' "$build/CMakeCache.txt" | cut -d= -f2)
 defines="-DLUMEN_CUDA=$([ "$cuda" = ON ] && echo 1 || echo 0)"
 libs=(-lz -lgomp -lpthread)
 if [ "$cuda" = ON ]; then
-    libs+=(-L/usr/local/cuda/lib64 -lcudart -lcublas -lcufft -Wl,-rpath,/usr/local/cuda/lib64)
+    libs+=(-L/usr/local/cuda/lib64 -lcudart -lcufft -Wl,-rpath,/usr/local/cuda/lib64)
 fi
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
        -fno-sanitize-recover=all -I. -Iinclude "$defines")

@@ -7,8 +7,12 @@
 #include <climits>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <dlfcn.h>
 
 #include "core/cuda/cuda_check.h"
 #include "core/storage.h"
@@ -62,7 +66,60 @@ size_t workspace_bytes(int device) {
     return size_t(major >= 9 ? 32 : 4) << 20;
 }
 
+// libcublas's file name for the toolkit lumen was compiled against (its major version is the
+// ABI), and the toolkit's library folder that CMake found (LUMEN_CUDA_LIBRARY_DIR).
+#define LUMEN_STRINGIFY_(x) #x
+#define LUMEN_STRINGIFY(x) LUMEN_STRINGIFY_(x)
+constexpr const char* kCublasName = "libcublas.so." LUMEN_STRINGIFY(CUBLAS_VER_MAJOR);
+
+CublasApi load_cublas() {
+    std::vector<std::string> places;
+#ifdef LUMEN_CUDA_LIBRARY_DIR
+    places.push_back(std::string(LUMEN_CUDA_LIBRARY_DIR) + "/" + kCublasName);
+#endif
+    places.push_back(kCublasName);
+    void* library = nullptr;
+    std::string tried;
+    for (const std::string& place : places) {
+        library = dlopen(place.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (library != nullptr) break;
+        const char* why = dlerror();
+        tried += "\n  " + place + ": " + (why != nullptr ? why : "not found");
+    }
+    LUMEN_CHECK(library != nullptr, "cublas", "cannot load cuBLAS (needed for matmul and the ",
+                "dense convolutions on CUDA); tried:", tried,
+                "\nput the CUDA toolkit's library folder on LD_LIBRARY_PATH");
+    // Never dlclose'd: the handles made from it live as long as the process.
+    auto resolve = [library](auto& function, const char* name) {
+        void* symbol = dlsym(library, name);
+        LUMEN_CHECK(symbol != nullptr, "cublas", kCublasName, " has no function ", name,
+                    " (a cuBLAS older than the one lumen was built with?)");
+        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(symbol);
+    };
+    CublasApi api{};
+    // The pointer types above must be the header's: each cast picks the declared overload.
+    static_assert(
+        sizeof(static_cast<decltype(api.create)>(&cublasCreate_v2)) &&
+        sizeof(static_cast<decltype(api.set_stream)>(&cublasSetStream_v2)) &&
+        sizeof(static_cast<decltype(api.set_workspace)>(&cublasSetWorkspace_v2)) &&
+        sizeof(static_cast<decltype(api.status_string)>(&cublasGetStatusString)) &&
+        sizeof(static_cast<decltype(api.gemm)>(&cublasGemmEx)) &&
+        sizeof(static_cast<decltype(api.gemm_strided_batched)>(&cublasGemmStridedBatchedEx)));
+    resolve(api.create, "cublasCreate_v2");
+    resolve(api.set_stream, "cublasSetStream_v2");
+    resolve(api.set_workspace, "cublasSetWorkspace_v2");
+    resolve(api.status_string, "cublasGetStatusString");
+    resolve(api.gemm, "cublasGemmEx");
+    resolve(api.gemm_strided_batched, "cublasGemmStridedBatchedEx");
+    return api;
+}
+
 }  // namespace
+
+const CublasApi& cublas() {
+    static const CublasApi api = load_cublas();  // a throw leaves it for the next call
+    return api;
+}
 
 cublasHandle_t blas_handle() {
     static std::mutex mutex;
@@ -75,10 +132,10 @@ cublasHandle_t blas_handle() {
     if (blas.handle == nullptr) {
         size_t bytes = workspace_bytes(device);
         auto workspace = std::make_unique<Storage>(bytes, Device::cuda(device));
-        LUMEN_CUBLAS_CHECK(cublasCreate(&blas.handle));
+        LUMEN_CUBLAS_CHECK(cublas().create(&blas.handle));
         // Stream first: cublasSetStream resets the workspace to cuBLAS's own.
-        LUMEN_CUBLAS_CHECK(cublasSetStream(blas.handle, cudaStream_t(0)));
-        LUMEN_CUBLAS_CHECK(cublasSetWorkspace(blas.handle, workspace->data(), bytes));
+        LUMEN_CUBLAS_CHECK(cublas().set_stream(blas.handle, cudaStream_t(0)));
+        LUMEN_CUBLAS_CHECK(cublas().set_workspace(blas.handle, workspace->data(), bytes));
         blas.workspace = std::move(workspace);
     }
     return blas.handle;
@@ -102,9 +159,9 @@ void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutpu
     cublasOperation_t op_a = a.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasHandle_t handle = blas_handle();
     if (batch == 1) {
-        LUMEN_CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, m, n, k, alpha, b.data, types.data, ldb,
-                                        a.data, types.data, lda, beta_ptr, c.data, types.data, ldc,
-                                        types.compute, CUBLAS_GEMM_DEFAULT));
+        LUMEN_CUBLAS_CHECK(cublas().gemm(handle, op_b, op_a, m, n, k, alpha, b.data, types.data,
+                                         ldb, a.data, types.data, lda, beta_ptr, c.data, types.data,
+                                         ldc, types.compute, CUBLAS_GEMM_DEFAULT));
         return;
     }
     size_t element = itemsize(dtype);
@@ -113,7 +170,7 @@ void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutpu
         const char* b_data = static_cast<const char*>(b.data) + first * b.batch_stride * element;
         const char* a_data = static_cast<const char*>(a.data) + first * a.batch_stride * element;
         char* c_data = static_cast<char*>(c.data) + first * c.batch_stride * element;
-        LUMEN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        LUMEN_CUBLAS_CHECK(cublas().gemm_strided_batched(
             handle, op_b, op_a, m, n, k, alpha, b_data, types.data, ldb, b.batch_stride, a_data,
             types.data, lda, a.batch_stride, beta_ptr, c_data, types.data, ldc, c.batch_stride,
             count, types.compute, CUBLAS_GEMM_DEFAULT));

@@ -199,3 +199,27 @@ TEST_CASE("the TF32 switch round-trips and half-precision matmul is refused on t
             },
             {"[matmul]", dtype_name(half), "CUDA only"});
 }
+
+#if LUMEN_CUDA
+#include <dlfcn.h>
+
+#include "ops/cuda/blas.cuh"
+
+// cuBLAS is opened on first use (ops/cuda/blas.cu); loading it needs the library, not a GPU,
+// so this runs on any machine with the toolkit lumen was built against.
+TEST_CASE("cuBLAS is opened on first use and has every function lumen calls",
+          "[ops][matmul][cublas]") {
+    const cuda::CublasApi& api = cuda::cublas();
+    CHECK(&api == &cuda::cublas());  // opened once
+    CHECK(api.create != nullptr);
+    CHECK(api.set_stream != nullptr);
+    CHECK(api.set_workspace != nullptr);
+    CHECK(api.gemm != nullptr);
+    CHECK(api.gemm_strided_batched != nullptr);
+    REQUIRE(api.status_string != nullptr);
+    CHECK(std::string(api.status_string(CUBLAS_STATUS_NOT_INITIALIZED)) ==
+          "the library was not initialized");
+    std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    CHECK(dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr);  // now in the process
+}
+#endif
