@@ -4,6 +4,7 @@
 // number it needs, so batches come out in order whatever the timing.
 #include "datasets/loader.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -46,27 +47,77 @@ std::vector<int64_t> random_permutation(int64_t n, Generator& generator) {
     return order;
 }
 
-Batch collate(const std::vector<Example>& examples) {
+namespace {
+
+void check_counts(const std::vector<Example>& examples) {
     LUMEN_CHECK(!examples.empty(), "collate", "needs at least one example, got none");
+    for (size_t j = 0; j < examples.size(); ++j)
+        LUMEN_CHECK(examples[j].size() == examples[0].size(), "collate", "example ", j, " has ",
+                    examples[j].size(), " tensors but example 0 has ", examples[0].size());
+}
+
+// Field k of every example (all of one shape and dtype), stacked along a new first dim.
+Tensor stack_field(const std::vector<Example>& examples, size_t k) {
     const Example& first = examples[0];
+    for (size_t j = 0; j < examples.size(); ++j) check_field(examples[j], first, j, k);
+    Shape shape = first[k].shape();
+    shape.insert(shape.begin(), int64_t(examples.size()));
+    Tensor out = empty(shape, first[k].dtype());
+    size_t bytes = size_t(first[k].numel()) * first[k].element_size();
+    auto* dst = static_cast<uint8_t*>(out.data_ptr());
     for (size_t j = 0; j < examples.size(); ++j) {
-        LUMEN_CHECK(examples[j].size() == first.size(), "collate", "example ", j, " has ",
-                    examples[j].size(), " tensors but example 0 has ", first.size());
-        for (size_t k = 0; k < first.size(); ++k) check_field(examples[j], first, j, k);
+        Tensor t = examples[j][k].contiguous();
+        if (bytes > 0) std::memcpy(dst + j * bytes, t.data_ptr(), bytes);
     }
+    return out;
+}
+
+}  // namespace
+
+Batch collate(const std::vector<Example>& examples) {
+    check_counts(examples);
     Batch batch;
-    for (size_t k = 0; k < first.size(); ++k) {
-        Shape shape = first[k].shape();
-        shape.insert(shape.begin(), int64_t(examples.size()));
-        Tensor out = empty(shape, first[k].dtype());
-        size_t bytes = size_t(first[k].numel()) * first[k].element_size();
-        auto* dst = static_cast<uint8_t*>(out.data_ptr());
-        for (size_t j = 0; j < examples.size(); ++j) {
-            Tensor t = examples[j][k].contiguous();
-            if (bytes > 0) std::memcpy(dst + j * bytes, t.data_ptr(), bytes);
-        }
-        batch.push_back(out);
+    for (size_t k = 0; k < examples[0].size(); ++k) batch.push_back(stack_field(examples, k));
+    return batch;
+}
+
+Batch collate_padded(const std::vector<Example>& examples, double pad_value) {
+    check_counts(examples);
+    const Tensor& first = examples[0][0];
+    LUMEN_CHECK(first.defined() && first.ndim() >= 1, "collate",
+                "padding needs a first field with a length dim, got ",
+                first.defined() ? first.shape() : Shape{});
+    int64_t longest = 0;
+    for (size_t j = 0; j < examples.size(); ++j) {
+        const Tensor& t = examples[j][0];
+        LUMEN_CHECK(
+            t.defined() && t.is_cpu() && t.dtype() == first.dtype() && t.ndim() == first.ndim() &&
+                std::equal(t.shape().begin() + 1, t.shape().end(), first.shape().begin() + 1),
+            "collate", "example ", j, " field 0 is ", t.dtype(), " ", t.shape(),
+            " but example 0 has ", first.dtype(), " ", first.shape(),
+            ": expected equal shapes past the first (padded) dim and equal dtypes");
+        longest = std::max(longest, t.size(0));
     }
+    const int64_t batch_size = int64_t(examples.size());
+    Shape shape = first.shape();
+    shape[0] = longest;
+    shape.insert(shape.begin(), batch_size);
+    Tensor padded = full(shape, pad_value, first.dtype());
+    Tensor mask = zeros({batch_size, longest}, DType::bool_);
+    auto* dst = static_cast<uint8_t*>(padded.data_ptr());
+    auto* real = static_cast<bool*>(mask.data_ptr());
+    size_t row_bytes = first.element_size();  // one position of the first dim
+    for (int64_t d = 1; d < first.ndim(); ++d) row_bytes *= size_t(first.size(d));
+    for (int64_t j = 0; j < batch_size; ++j) {
+        Tensor t = examples[size_t(j)][0].contiguous();
+        size_t bytes = size_t(t.size(0)) * row_bytes;
+        if (bytes > 0)
+            std::memcpy(dst + size_t(j) * size_t(longest) * row_bytes, t.data_ptr(), bytes);
+        std::fill(real + j * longest, real + j * longest + t.size(0), true);
+    }
+    Batch batch{padded};
+    for (size_t k = 1; k < examples[0].size(); ++k) batch.push_back(stack_field(examples, k));
+    batch.push_back(mask);
     return batch;
 }
 
@@ -134,13 +185,15 @@ Batch DataLoader::make_batch(const Run& run, int64_t batch) const {
         int64_t index = run.order[size_t(i)];
         Example example = dataset_->get(index);
         LUMEN_CHECK(!example.empty(), "DataLoader", "dataset example ", index, " has no tensors");
-        if (options_.transform) {
-            Generator generator(sample_seed(run.epoch, index));
-            example[0] = (*options_.transform)(example[0], generator);
-        }
+        Generator generator(sample_seed(run.epoch, index));
+        if (options_.transform) example[0] = (*options_.transform)(example[0], generator);
+        if (options_.sample_transform)
+            example =
+                example_of((*options_.sample_transform)(sample_of(example), generator), example);
         examples.push_back(std::move(example));
     }
-    return collate(examples);
+    return options_.collate == Collate::pad ? collate_padded(examples, options_.pad_value)
+                                            : collate(examples);
 }
 
 void DataLoader::work(Run& run) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "datasets/dataset.h"
+#include "datasets/sample.h"
 #include "datasets/transforms.h"
 
 namespace lumen::datasets {
@@ -18,6 +19,10 @@ namespace lumen::datasets {
 // Tensor k of a batch stacks tensor k of each example along a new first dim:
 // {images (B, C, H, W), labels (B)} from examples {image (C, H, W), label ()}.
 using Batch = std::vector<Tensor>;
+
+// How examples become a batch: `stack` needs equal shapes (collate); `pad` also takes fields
+// of varying length (token sequences, feature bags) and adds their masks (collate_padded).
+enum class Collate { stack, pad };
 
 struct DataLoaderOptions {
     int64_t batch_size = 1;
@@ -29,6 +34,11 @@ struct DataLoaderOptions {
     // Applied on the workers to tensor 0 of each example (the input; labels pass unchanged),
     // with a Generator seeded from (seed, epoch, dataset index). May be null.
     TransformPtr transform;
+    // Applied after `transform` to the whole example seen as a Sample (sample_of: the image
+    // with its label map or target, moved together), with the same generator. May be null.
+    SampleTransformPtr sample_transform;
+    Collate collate = Collate::stack;
+    double pad_value = 0.0;  // Collate::pad: the value of padded positions
 };
 
 // A uniformly random permutation of [0, n) (Fisher-Yates on the generator's Philox stream);
@@ -39,6 +49,14 @@ std::vector<int64_t> random_permutation(int64_t n, Generator& generator);
 // no examples or they disagree in the number of tensors, a shape or a dtype (naming the
 // example and the field), or a tensor is not on the CPU.
 Batch collate(const std::vector<Example>& examples);
+
+// For inputs of varying length (token sequences (L), feature bags (N, D)): the first field
+// of each example is padded at the end of its first dim to the batch's longest with
+// `pad_value`, and a (B, L_max) bool mask, true at the real positions, is appended:
+// {tokens (B, L_max), label (B), mask (B, L_max)}. The other fields are stacked as by
+// collate. Throws [collate] as collate does, and when a first field is 0-dimensional or its
+// shapes differ past the first dim.
+Batch collate_padded(const std::vector<Example>& examples, double pad_value = 0.0);
 
 class DataLoader {
   public:
