@@ -31,9 +31,11 @@ const Range kNonNegative = Range::at_least(0);
 
 std::vector<Spec> data_specs() {
     return {
-        {"data.dataset", std::string("fashion_mnist"), "the dataset",
-         Strings{"fashion_mnist", "synthetic"}},
-        {"data.dir", std::string(datasets::kFashionMnistDir), "where the IDX files are"},
+        {"data.dataset", std::string("fashion_mnist"), "the dataset or layout",
+         Strings{"fashion_mnist", "synthetic", "image_folder", "image_mask", "decathlon",
+                 "npz_slices", "bags", "text_csv"}},
+        {"data.dir", std::string(datasets::kFashionMnistDir),
+         "where the data is: the IDX files, or a layout's root folder"},
         {"data.batch_size", int64_t(128), "training batch size", {}, kCount},
         {"data.eval_batch_size", int64_t(500), "evaluation batch size", {}, kCount},
         {"data.num_workers",
@@ -51,7 +53,8 @@ std::vector<Spec> data_specs() {
          "use the first N test images (0: all)",
          {},
          Range::between(0, kMaxSteps)},
-        {"data.normalize", true, "(x - 0.2860) / 0.3530, Fashion-MNIST's mean and std"},
+        {"data.normalize", true,
+         "fashion_mnist, synthetic: (x - 0.2860) / 0.3530, Fashion-MNIST's mean and std"},
         {"data.hflip", 0.0, "probability of a horizontal flip (training images)", {}, kFraction},
         {"data.rotation",
          0.0,
@@ -163,7 +166,7 @@ std::vector<Spec> run_specs() {
 
 std::vector<nn::OptionSpec> trainer_option_specs() {
     std::vector<Spec> specs = run_specs();
-    for (auto more : {data_specs(), optim_schedule_specs()})
+    for (auto more : {data_specs(), layout_option_specs(), optim_schedule_specs()})
         specs.insert(specs.end(), more.begin(), more.end());
     return specs;
 }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "datasets/layouts.h"
+#include "datasets/sample.h"
 #include "nn/module.h"
 #include "nn/options.h"
 #include "train/config.h"
@@ -58,6 +60,24 @@ DataSplits build_data(const nn::Options& config);
 // One split without augmentation ("train" or "test"), for `lumen eval`.
 std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
                                                     const std::string& split, DataShape* shape);
+
+// The data.* keys of the dataset layouts and their transforms (train/cli/experiment_layouts.cpp),
+// part of trainer_option_specs().
+std::vector<nn::OptionSpec> layout_option_specs();
+// Whether data.dataset names a layout of datasets/layouts.h.
+bool is_layout(const std::string& dataset);
+// The layout data.dataset names, read from data.dir with the data.* keys. Errors of the layout
+// come as [config] naming the data.* keys.
+datasets::LayoutData load_config_layout(const nn::Options& config);
+// The joint transforms the data.* keys ask for, in a fixed order: intensity preprocessing
+// (window, percentile clip, z-score, scale to [0, 1]) for every split, then for training the
+// random patch (by label), rotation/scale, flips, quarter turns, noise, brightness/contrast
+// and gamma. Null when none is asked for. Throws [config] naming the keys.
+datasets::SampleTransformPtr build_sample_pipeline(const nn::Options& config, int64_t spatial_dims,
+                                                   bool training);
+// `data` behind a CachedDataset of data.cache_mb MiB (unchanged when 0).
+std::shared_ptr<const datasets::Dataset> cached(const nn::Options& config,
+                                                std::shared_ptr<const datasets::Dataset> data);
 
 // The model of the "model" section. Throws [config] naming both sides when the data's channels,
 // image size or classes differ from the model's (model.in_chans, model.img_size,

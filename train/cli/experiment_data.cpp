@@ -20,7 +20,7 @@ constexpr double kMean = 0.2860, kStd = 0.3530;  // Fashion-MNIST's pixel mean a
 // A DataLoader seen as a BatchSource.
 class LoaderSource : public train::BatchSource {
   public:
-    LoaderSource(std::shared_ptr<datasets::TensorDataset> data, datasets::DataLoaderOptions o)
+    LoaderSource(std::shared_ptr<const datasets::Dataset> data, datasets::DataLoaderOptions o)
         : examples_(data->size()), loader_(std::move(data), std::move(o)) {}
     int64_t num_batches() const override { return loader_.num_batches(); }
     int64_t num_examples() const override { return examples_; }
@@ -104,9 +104,71 @@ DataShape shape_of(const Split& split) {
     return {split.images.size(1), {split.images.size(2), split.images.size(3)}, 10};
 }
 
+// The first `subset` examples (0: all).
+std::shared_ptr<const datasets::Dataset> first_n(std::shared_ptr<const datasets::Dataset> data,
+                                                 int64_t subset) {
+    if (subset <= 0 || subset >= data->size()) return data;
+    std::vector<int64_t> indices(static_cast<size_t>(subset));
+    for (int64_t i = 0; i < subset; ++i) indices[size_t(i)] = i;
+    return std::make_shared<datasets::Subset>(std::move(data), std::move(indices));
+}
+
+// A split of a layout as a BatchSource: cached, cut to the subset keys, with the joint
+// transforms (the random ones for training only).
+std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
+                                                  const datasets::LayoutData& layout,
+                                                  const std::string& split, bool train) {
+    auto data = cached(config, layout.split(split).dataset);
+    data = first_n(data, config.get_int(train ? "data.train_subset" : "data.test_subset"));
+    datasets::DataLoaderOptions o{
+        .batch_size = config.get_int(train ? "data.batch_size" : "data.eval_batch_size"),
+        .shuffle = train,
+        .seed = uint64_t(config.get_int("seed")),
+        .num_workers = config.get_int("data.num_workers")};
+    if (train) {
+        std::vector<datasets::TransformPtr> transforms = random_transforms(config);
+        if (!transforms.empty()) o.transform = std::make_shared<datasets::Compose>(transforms);
+    }
+    o.sample_transform = build_sample_pipeline(config, layout.spatial_dims, train);
+    return with_config_keys("data.*", [&] { return std::make_shared<LoaderSource>(data, o); });
+}
+
+// What `lumen train` can do with a layout today: classify images (image_folder).
+void check_trainable(const datasets::LayoutData& layout) {
+    LUMEN_CHECK(layout.layout == "image_folder", "config", "data.dataset '", layout.layout,
+                "' gives ",
+                layout.layout == "bags"       ? "feature bags"
+                : layout.layout == "text_csv" ? "token sequences"
+                                              : "segmentation examples (image and label map)",
+                ", but lumen train trains image classifiers only so far (image_folder, "
+                "fashion_mnist, synthetic); 'lumen data CONFIG' reads and augments it");
+}
+
+// The test split of a layout: "test", or "val" when there is none.
+std::string eval_split(const datasets::LayoutData& layout) {
+    return layout.has_split("test") ? "test" : "val";
+}
+
+DataShape layout_shape(const datasets::LayoutData& layout) {
+    Tensor first = layout.split("train").dataset->get(0)[0];
+    return {first.size(0), {first.size(1), first.size(2)}, layout.num_classes};
+}
+
 }  // namespace
 
 DataSplits build_data(const nn::Options& config) {
+    if (is_layout(config.get_string("data.dataset"))) {
+        datasets::LayoutData layout = load_config_layout(config);
+        check_trainable(layout);
+        const std::string test = eval_split(layout);
+        DataSplits splits;
+        splits.shape = layout_shape(layout);
+        splits.train = layout_source(config, layout, "train", true);
+        splits.test = layout_source(config, layout, test, false);
+        splits.train_examples = splits.train->num_examples();
+        splits.test_examples = splits.test->num_examples();
+        return splits;
+    }
     Split train = load_split(config, true), test = load_split(config, false);
     DataSplits splits;
     splits.shape = shape_of(train);
@@ -121,6 +183,13 @@ std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
                                                     const std::string& split, DataShape* shape) {
     LUMEN_CHECK(split == "train" || split == "test", "lumen",
                 "--split must be train or test, got '", split, "'");
+    if (is_layout(config.get_string("data.dataset"))) {
+        datasets::LayoutData layout = load_config_layout(config);
+        check_trainable(layout);
+        if (shape) *shape = layout_shape(layout);
+        return layout_source(config, layout, split == "train" ? "train" : eval_split(layout),
+                             false);
+    }
     Split data = load_split(config, split == "train");
     if (shape) *shape = shape_of(data);
     return make_source(config, data, false);

@@ -15,6 +15,7 @@
 #include "core/storage.h"
 #include "train/cli/check_vectors.h"
 #include "train/cli/convert_command.h"
+#include "train/cli/data_command.h"
 #include "train/cli/models_command.h"
 #include "train/cli/train_command.h"
 
@@ -40,6 +41,9 @@ constexpr const char* kUsage =
     "                 convert between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz) and\n"
     "                 safetensors (see 'lumen convert --help')\n"
     "  inspect FILE   shape, dtype, spacing, affine, orientation and value statistics\n"
+    "  data CONFIG.json [--set key=value ...] [--split S] [--count N] [--out DIR]\n"
+    "                 read a config's dataset layout and show (or write) a few examples\n"
+    "                 after its transforms\n"
     "  make-demo NAME --out DIR [--seed N]\n"
     "                 write a demo dataset: shapes2d, organs3d, fmnist_denoise, bags, text\n"
     "  info           version, build options, CUDA devices and CPU threads\n"
@@ -116,6 +120,7 @@ int run(const std::vector<std::string>& args) {
     if (command == "train") return lumen::cli::run_train_command(rest, std::cout);
     if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
     if (command == "convert") return lumen::cli::run_convert_command(rest, std::cout);
+    if (command == "data") return lumen::cli::run_data_command(rest, std::cout);
     if (command == "inspect") return lumen::cli::run_inspect_command(rest, std::cout);
     if (command == "make-demo") return lumen::cli::run_make_demo_command(rest, std::cout);
     if (command == "models") {
