@@ -88,7 +88,8 @@ struct LayoutData {
 //   image_mask    ROOT/<split>/images/* with ROOT/<split>/masks/* of the same stems, or a
 //                 manifest -> {image (C, H, W) float32 in [0, 1], mask (H, W) int64}
 //   decathlon     ROOT/dataset.json (MSD) -> {image (C, i, j, k) float32 (get_fdata values;
-//                 a 4-D (i, j, k, m) image has C = m), label (i, j, k) int64, when known};
+//                 a 4-D (i, j, k, m) image has C = m), label (i, j, k) int64, when known,
+//                 affine (4, 4) float64 (the image's img.affine; see sample.h)};
 //                 test labels from labelsTs/ beside imagesTs/ when every test case has one
 //   npz_slices    ROOT/<split>/*.npz, or ROOT/*.npz listed by ROOT/<split>.txt or
 //                 ROOT/lists/<split>.txt (TransUNet), "image" (H, W) or (D, H, W) and "label"

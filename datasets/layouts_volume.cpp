@@ -8,6 +8,7 @@
 #include "core/json_strict.h"
 #include "datasets/layouts_common.h"
 #include "datasets/npy.h"
+#include "datasets/sample.h"
 
 namespace lumen::datasets::layout_detail {
 
@@ -150,15 +151,20 @@ LayoutData load_decathlon(const LayoutOptions& options) {
     data.spatial_dims = 3;
     for (auto& [name, cases] : splits)
         add_split(data, name, std::move(cases), [names, channels](const CaseInfo& c) {
-            Tensor image = volume_channels(read_nifti(c.image), c.image);
+            NiftiImage nifti = read_nifti(c.image);
+            Tensor image = volume_channels(nifti, c.image);
             LUMEN_CHECK(image.size(0) == channels, "layout", c.image, ": ", image.size(0),
                         " channels but dataset.json lists ", channels, " modalities");
-            if (c.label.empty()) return Example{image};
+            // The voxel-to-world map travels with the example (datasets/sample.h), so that
+            // reorientation and resampling can use it and predictions keep their place.
+            const Affine matrix = nifti.header.affine();
+            Tensor affine = from_vector(std::vector<double>(matrix.begin(), matrix.end()), {4, 4});
+            if (c.label.empty()) return Example{image, affine};
             Tensor label = label_volume(c.label, names);
             const Shape spatial(image.shape().begin() + 1, image.shape().end());
             LUMEN_CHECK(label.shape() == spatial, "layout", "label ", c.label, " has shape ",
                         label.shape(), " but image ", c.image, " has ", spatial);
-            return Example{image, label};
+            return Example{image, label, affine};
         });
     return data;
 }

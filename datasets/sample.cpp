@@ -1,6 +1,8 @@
 // SampleCompose and the conversions between examples and samples (datasets/sample.h).
 #include "datasets/sample.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace lumen::datasets {
@@ -23,6 +25,17 @@ Role role_of(const Example& example) {
         spatial_shape(second) == spatial_shape(image))
         return Role::target;
     return Role::none;
+}
+
+// The index of the example's affine tensor (float64 (4, 4) after the first two), or 0.
+size_t affine_field(const Example& example) {
+    for (size_t k = 1; k < example.size(); ++k) {
+        const Tensor& t = example[k];
+        if (t.defined() && t.dtype() == DType::float64 && t.shape() == Shape{4, 4} &&
+            (k >= 2 || role_of(example) == Role::none))
+            return k;
+    }
+    return 0;
 }
 
 }  // namespace
@@ -54,6 +67,10 @@ Sample sample_of(const Example& example) {
         case Role::target: sample.target = example[1]; break;
         case Role::none: break;
     }
+    if (size_t k = affine_field(example); k > 0) {
+        std::vector<double> values = example[k].contiguous().to_vector<double>();
+        std::copy(values.begin(), values.end(), sample.affine.begin());
+    }
     return sample;
 }
 
@@ -65,6 +82,9 @@ Example example_of(const Sample& sample, const Example& original) {
         case Role::target: out[1] = sample.target; break;
         case Role::none: break;
     }
+    if (size_t k = affine_field(original); k > 0)
+        out[k] =
+            from_vector(std::vector<double>(sample.affine.begin(), sample.affine.end()), {4, 4});
     return out;
 }
 

@@ -62,10 +62,12 @@ class SampleCompose : public SampleTransform {
 // The sample of an example: example[0] is the image; example[1], when present, is the label
 // map when it is an integer tensor of the image's spatial shape, the target when it is a
 // float32 tensor with the image's spatial shape after its first dim, and passes through
-// unchanged otherwise (a class label); later tensors pass through. Throws [Sample] when
-// example[0] is not a (C, H, W) or (C, D, H, W) float32 CPU tensor.
+// unchanged otherwise (a class label); a later float64 (4, 4) tensor is the affine (the
+// decathlon layout adds it); other tensors pass through. Throws [Sample] when example[0] is
+// not a (C, H, W) or (C, D, H, W) float32 CPU tensor.
 Sample sample_of(const Example& example);
-// The example again, with the transformed sample's tensors in the places they came from.
+// The example again, with the transformed sample's tensors (and affine) in the places they
+// came from.
 Example example_of(const Sample& sample, const Example& original);
 
 }  // namespace lumen::datasets

@@ -102,6 +102,28 @@ Sample resample_to_spacing(const Sample& sample, const std::vector<double>& spac
 // wrong spatial dim count (for its sizes or axes) throws [<ClassName>] too. Random ones draw
 // only from the generator (through RandomStream), so a seed fixes the result.
 
+// reorient(sample, code), the code checked when constructed. Throws [Reorient] for a code
+// that is not one of L/R, P/A and I/S each.
+class Reorient : public SampleTransform {
+  public:
+    explicit Reorient(std::string code);
+    Sample operator()(const Sample& sample, Generator& generator) const override;
+
+  private:
+    std::string code_;
+};
+
+// resample_to_spacing(sample, spacing). Throws [ResampleToSpacing] unless spacing has 2 or 3
+// entries, all finite and > 0.
+class ResampleToSpacing : public SampleTransform {
+  public:
+    explicit ResampleToSpacing(std::vector<double> spacing);
+    Sample operator()(const Sample& sample, Generator& generator) const override;
+
+  private:
+    std::vector<double> spacing_;
+};
+
 // resize(sample, size). Throws [Resize] unless size has 2 or 3 entries, all > 0.
 class Resize : public SampleTransform {
   public:

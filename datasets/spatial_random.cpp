@@ -95,6 +95,30 @@ std::array<double, 9> matmul3(const std::array<double, 9>& x, const std::array<d
 
 }  // namespace
 
+Reorient::Reorient(std::string code) : code_(std::move(code)) {
+    std::string axes = code_;
+    for (char& c : axes) c = c == 'L' ? 'R' : c == 'P' ? 'A' : c == 'I' ? 'S' : c;
+    std::sort(axes.begin(), axes.end());
+    LUMEN_CHECK(axes == "ARS", "Reorient",
+                "code needs one of L/R, P/A and I/S each (as \"RAS\"), got \"", code_, "\"");
+}
+
+Sample Reorient::operator()(const Sample& sample, Generator&) const {
+    return reorient(sample, code_);
+}
+
+ResampleToSpacing::ResampleToSpacing(std::vector<double> spacing) : spacing_(std::move(spacing)) {
+    LUMEN_CHECK(spacing_.size() == 2 || spacing_.size() == 3, "ResampleToSpacing",
+                "spacing needs 2 or 3 entries, got ", spacing_.size());
+    for (double s : spacing_)
+        LUMEN_CHECK(std::isfinite(s) && s > 0, "ResampleToSpacing",
+                    "spacings must be finite and > 0, got ", s);
+}
+
+Sample ResampleToSpacing::operator()(const Sample& sample, Generator&) const {
+    return resample_to_spacing(sample, spacing_);
+}
+
 Resize::Resize(Shape size) : size_(std::move(size)) { check_size_option(size_, "Resize"); }
 
 Sample Resize::operator()(const Sample& sample, Generator&) const {

@@ -2,6 +2,8 @@
 // `lumen data` on the demo volumes and images (splits, classes, transformed examples written
 // where a viewer overlays them on the originals), and the errors for layouts the trainer
 // cannot train yet and for malformed augmentation keys.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -144,6 +146,58 @@ TEST_CASE("lumen data shows a decathlon layout and writes patches that overlay t
     std::ostringstream test_out;
     cli::run_data_command({path, "--split", "test", "--count", "1"}, test_out);
     CHECK(test_out.str().find("image float32 [1, 48, 48, 32]") != std::string::npos);
+}
+
+TEST_CASE("lumen data reorients and resamples volumes from their affines", "[cli][layouts]") {
+    TempDir dir("cli_data_geometry");
+    std::ostringstream made;
+    datasets::make_demo("organs3d", dir.file("organs"), 1, made);
+    nlohmann::json config = {{"data",
+                              {{"dataset", "decathlon"},
+                               {"dir", dir.file("organs")},
+                               {"orientation", "RAS"},
+                               {"spacing", {1.6, 1.6, 2.5}}}}};
+    const std::string path = write_json(dir, "geometry.json", config);
+    std::ostringstream out;
+    REQUIRE(cli::run_data_command(
+                {path, "--split", "test", "--count", "2", "--out", dir.file("preview")}, out) == 0);
+    for (const char* name : {"organs_024", "organs_025"}) {
+        INFO(name);
+        datasets::NiftiImage original =
+            datasets::read_nifti(dir.file(std::string("organs/imagesTs/") + name + ".nii.gz"));
+        datasets::NiftiImage image =
+            datasets::read_nifti(dir.file(std::string("preview/test_") + name + "_image.nii.gz"));
+        datasets::NiftiImage label =
+            datasets::read_nifti(dir.file(std::string("preview/test_") + name + "_label.nii.gz"));
+        CHECK(datasets::orientation_code(image.header.affine()) == "RAS");
+        const std::array<double, 3> spacing = image.header.spacing();
+        CHECK(spacing[0] == Approx(1.6));
+        CHECK(spacing[1] == Approx(1.6));
+        CHECK(spacing[2] == Approx(2.5));
+        // The same extent: each axis's length in mm is kept (to a voxel), whatever the
+        // permutation the reorientation made.
+        std::vector<double> extent_in, extent_out;
+        const std::array<double, 3> old_spacing = original.header.spacing();
+        for (int d = 0; d < 3; ++d) {
+            extent_in.push_back(double(original.header.shape[size_t(d)]) * old_spacing[size_t(d)]);
+            extent_out.push_back(double(image.header.shape[size_t(d)]) * spacing[size_t(d)]);
+        }
+        std::sort(extent_in.begin(), extent_in.end());
+        std::sort(extent_out.begin(), extent_out.end());
+        for (size_t d = 0; d < 3; ++d) CHECK(std::abs(extent_in[d] - extent_out[d]) <= 2.5);
+        CHECK(label.header.shape == image.header.shape);
+        CHECK(label.header.affine() == image.header.affine());
+    }
+    require_error(
+        [&] {
+            cli::run_data_command({path, "--set", "data.orientation=XYZ"}, out);
+        },
+        {"[config]", "data.orientation", "[Reorient]", "XYZ"});
+    require_error(
+        [&] {
+            cli::run_data_command({path, "--set", "data.spacing=[1, 1]"}, out);
+        },
+        {"[config]", "data.spacing", "one spacing per spatial dim (3)"});
 }
 
 TEST_CASE("lumen data on 2-D images with masks, bags and text", "[cli][layouts]") {

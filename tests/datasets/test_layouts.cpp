@@ -13,6 +13,7 @@
 #include "datasets/layouts.h"
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
+#include "datasets/sample.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -227,7 +228,7 @@ TEST_CASE("decathlon: make-demo organs3d with test labels and case geometry",
     const LayoutSplit& test = data.split("test");
     REQUIRE(test.dataset->size() == 6);
     Example e = test.dataset->get(0);
-    REQUIRE(e.size() == 2);
+    REQUIRE(e.size() == 3);
     CHECK(e[0].shape() == Shape{1, 48, 48, 32});
     CHECK(e[0].dtype() == DType::float32);
     CHECK(e[1].shape() == Shape{48, 48, 32});
@@ -237,6 +238,10 @@ TEST_CASE("decathlon: make-demo organs3d with test labels and case geometry",
     CHECK(test.cases[0].name == "organs_024");
     CHECK(fs::path(test.cases[0].label).parent_path().filename() == "labelsTs");
     CHECK(read_case_header(test.cases[0]).affine() == image.header.affine());
+    const Affine affine = image.header.affine();
+    CHECK(e[2].dtype() == DType::float64);
+    CHECK(e[2].to_vector<double>() == std::vector<double>(affine.begin(), affine.end()));
+    CHECK(sample_of(e).affine == affine);
 }
 
 TEST_CASE("decathlon: 4-D images become channels; label and json errors", "[datasets][layouts]") {
@@ -265,7 +270,7 @@ TEST_CASE("decathlon: 4-D images become channels; label and json errors", "[data
     // image[m, i, j, k] = voxel (i, j, k, m) = ((i * 3 + j) * 2 + k) * 2 + m
     CHECK(e[0].at<float>({1, 2, 1, 0}) == float(((2 * 3 + 1) * 2 + 0) * 2 + 1));
     CHECK(e[1].at<int64_t>({1, 0, 1}) == 2);
-    CHECK(data.split("test").dataset->get(0).size() == 1);  // no labelsTs: no label
+    CHECK(data.split("test").dataset->get(0).size() == 2);  // no labelsTs: image, affine
 
     std::string narrow = json;
     narrow.replace(narrow.find(R"("2": "tumour")"), 13, R"("3": "tumour")");

@@ -73,6 +73,18 @@ TEST_CASE("sample_of finds the label map or the target and example_of puts them 
     CHECK(volume.spatial_dims() == 3);
     CHECK(volume.label.defined());
 
+    // A float64 (4, 4) tensor after the label is the affine; example_of writes it back.
+    Tensor affine =
+        from_vector(std::vector<double>{2, 0, 0, 5, 0, 3, 0, 6, 0, 0, 4, 7, 0, 0, 0, 1}, {4, 4});
+    Example with_affine{zeros({1, 2, 3, 4}), zeros({2, 3, 4}, DType::int64), affine};
+    Sample placed = sample_of(with_affine);
+    CHECK(placed.affine[3] == 5.0);
+    CHECK(placed.affine[10] == 4.0);
+    placed.affine[3] = -1.0;
+    Example back = example_of(placed, with_affine);
+    CHECK(back[2].to_vector<double>()[3] == -1.0);
+    CHECK(sample_of({zeros({1, 2, 3, 4}), affine}).affine[7] == 6.0);  // no label
+
     require_error([] { sample_of({}); }, {"[Sample]", "needs an image"});
     require_error([] { sample_of({zeros({3, 4})}); }, {"[Sample]", "(C, H, W)", "[3, 4]"});
     require_error([] { sample_of({zeros({1, 3, 4}, DType::float64)}); }, {"[Sample]", "float64"});

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "datasets/nifti.h"
+#include "ops/creation.h"
 #include "datasets/spatial.h"
 
 using namespace lumen;
@@ -596,4 +597,27 @@ TEST_CASE("spatial: errors name the transform and show the values", "[datasets][
                 "[SampleRandomAffine] p must lie in [0, 1], got 2");
     CHECK_ERROR(SampleRandomAffine({{5, 5, 5}, {1, 1}, 1})(s, generator),
                 "[SampleRandomAffine] has 3 rotation angles, expected 1 for spatial shape [4, 5]");
+    CHECK_ERROR(Reorient("RAX"), "[Reorient] code needs one of L/R, P/A and I/S each");
+    CHECK_ERROR(Reorient("RRS"), "got \"RRS\"");
+    CHECK_ERROR(ResampleToSpacing({1.0}),
+                "[ResampleToSpacing] spacing needs 2 or 3 entries, got 1");
+    CHECK_ERROR(ResampleToSpacing({1.0, 0.0}), "spacings must be finite and > 0, got 0");
+}
+
+TEST_CASE("spatial: Reorient and ResampleToSpacing are the functions as transforms",
+          "[datasets][spatial]") {
+    Sample s;
+    s.image = arange(24.0, DType::float32).view({1, 2, 3, 4}).contiguous();
+    s.label = arange(24.0).view({2, 3, 4}).contiguous();
+    s.affine = {-2, 0, 0, 10, 0, -1, 0, 20, 0, 0, 3, 30, 0, 0, 0, 1};  // LPS, spacing (2, 1, 3)
+    Generator generator(1);
+    Sample ras = Reorient("RAS")(s, generator), direct = reorient(s, "RAS");
+    CHECK(orientation_code(ras.affine) == "RAS");
+    CHECK(ras.affine == direct.affine);
+    CHECK(ras.image.to_vector<float>() == direct.image.to_vector<float>());
+    Sample fine = ResampleToSpacing({1.0, 1.0, 1.5})(s, generator);
+    CHECK(fine.image.shape() == Shape{1, 4, 3, 8});
+    CHECK(voxel_spacing(fine.affine, 3) == std::vector<double>{1.0, 1.0, 1.5});
+    CHECK(fine.label.to_vector<int64_t>() ==
+          resample_to_spacing(s, {1.0, 1.0, 1.5}).label.to_vector<int64_t>());
 }

@@ -146,8 +146,7 @@ int run_data_command(const std::vector<std::string>& args, std::ostream& out) {
             out << "\n";
             continue;
         }
-        datasets::Sample sample = datasets::sample_of(example);
-        if (layout.layout == "decathlon") sample.affine = datasets::read_case_header(info).affine();
+        datasets::Sample sample = datasets::sample_of(example);  // with the case's affine
         if (pipeline) {
             Generator generator(datasets::derive_seed(epoch_seed, uint64_t(i)));
             sample = (*pipeline)(sample, generator);

@@ -69,10 +69,11 @@ bool is_layout(const std::string& dataset);
 // The layout data.dataset names, read from data.dir with the data.* keys. Errors of the layout
 // come as [config] naming the data.* keys.
 datasets::LayoutData load_config_layout(const nn::Options& config);
-// The joint transforms the data.* keys ask for, in a fixed order: intensity preprocessing
-// (window, percentile clip, z-score, scale to [0, 1]) for every split, then for training the
-// random patch (by label), rotation/scale, flips, quarter turns, noise, brightness/contrast
-// and gamma. Null when none is asked for. Throws [config] naming the keys.
+// The joint transforms the data.* keys ask for, in a fixed order: geometry (orientation,
+// spacing) and intensity preprocessing (window, percentile clip, z-score, scale to [0, 1])
+// for every split, then for training the random patch (by label), rotation/scale, flips,
+// quarter turns, noise, brightness/contrast and gamma. Null when none is asked for. Throws [config]
+// naming the keys.
 datasets::SampleTransformPtr build_sample_pipeline(const nn::Options& config, int64_t spatial_dims,
                                                    bool training);
 // `data` behind a CachedDataset of data.cache_mb MiB (unchanged when 0).

@@ -69,6 +69,14 @@ std::vector<nn::OptionSpec> layout_option_specs() {
          {},
          Range::between(1, 1 << 30)},
         {"data.lowercase", true, "text_csv: lower-case ASCII letters before tokenizing"},
+        // Geometry (every split; needs the affine: the decathlon layout).
+        {"data.orientation", std::string(""),
+         "reorient volumes so their axes point this way, e.g. RAS (empty: as stored)"},
+        {"data.spacing",
+         Doubles{},
+         "resample to this voxel spacing in mm (empty: as stored)",
+         {},
+         Range::above(0)},
         // Intensity preprocessing (every split), in this order.
         {"data.window", Doubles{}, "[low, high]: clip (e.g. CT HU [-125, 275]), rescale to [0, 1]"},
         {"data.percentile_clip",
@@ -162,6 +170,14 @@ datasets::SampleTransformPtr build_sample_pipeline(const nn::Options& config, in
     using namespace datasets;
     std::vector<SampleTransformPtr> list;
     auto add = [&](const char* keys, auto make) { list.push_back(with_config_keys(keys, make)); };
+    if (const std::string& code = config.get_string("data.orientation"); !code.empty())
+        add("data.orientation", [&] { return std::make_shared<Reorient>(code); });
+    if (Doubles spacing = config.get_doubles("data.spacing"); !spacing.empty()) {
+        LUMEN_CHECK(int64_t(spacing.size()) == spatial_dims, "config", "data.spacing ",
+                    nn::format_option(spacing), " needs one spacing per spatial dim (",
+                    spatial_dims, ")");
+        add("data.spacing", [&] { return std::make_shared<ResampleToSpacing>(spacing); });
+    }
     if (!config.get_doubles("data.window").empty()) {
         auto [low, high] = pair_of(config, "data.window");
         add("data.window", [&] { return std::make_shared<ClipWindow>(low, high, true); });
