@@ -162,4 +162,22 @@ std::string format_bytes(double bytes) {
     return text;
 }
 
+void write_file_atomically(const std::string& path, const std::string& owner,
+                           const std::function<void(FileWriter&)>& fill) {
+    const std::string temp = path + ".tmp";
+    try {
+        FileWriter out(temp, owner);
+        fill(out);
+        out.close();
+    } catch (...) {
+        std::remove(temp.c_str());
+        throw;
+    }
+    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+        int error = errno;
+        std::remove(temp.c_str());
+        LUMEN_FAIL(owner, path, ": cannot rename ", temp, " to it: ", std::strerror(error));
+    }
+}
+
 }  // namespace lumen

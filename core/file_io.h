@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace lumen {
@@ -70,5 +71,13 @@ class FileWriter {
 
 // "1.5 GB", "312.0 MB", "4.0 KB", "12 bytes" for messages.
 std::string format_bytes(double bytes);
+
+// Writes `path` whole or not at all: `fill` writes the content into "<path>.tmp", which is then
+// closed and renamed over `path`, so a reader never sees a half-written file. On any error
+// (from `fill` too) the temporary file is removed; a failed rename throws "[<owner>] <path>:
+// cannot rename <temp> to it: <reason>". (train/atomic_file.h also syncs to disk, for
+// checkpoints.)
+void write_file_atomically(const std::string& path, const std::string& owner,
+                           const std::function<void(FileWriter&)>& fill);
 
 }  // namespace lumen

@@ -397,16 +397,14 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
                       const std::map<std::string, std::string>& metadata) {
     uint64_t checksum_at = 0;
     std::string header = build_header(path, tensors, metadata, &checksum_at);
-    std::string temp = path + ".tmp";
-    try {
-        FileWriter out(temp, "safetensors", FileWriter::Mode::truncate);
+    write_file_atomically(path, "safetensors", [&](FileWriter& out) {
         uint64_t n = header.size();
         out.write(&n, 8);
         out.write(header);
         uint32_t crc = crc32_z(0, nullptr, 0);
         for (const auto& [name, tensor] : tensors) {
             if (fault::at("safetensors.data"))
-                ST_FAIL(temp, "write failed: ", std::strerror(ENOSPC));
+                ST_FAIL(out.path(), "write failed: ", std::strerror(ENOSPC));
             // One tensor at a time, so a CUDA model never needs a full host copy at once.
             Tensor host = tensor.detach().contiguous().cpu();
             size_t nbytes = size_t(host.numel()) * host.element_size();
@@ -416,16 +414,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
         }
         crc = crc_metadata(crc, metadata);
         out.write_at(checksum_at, hex8(crc).data(), 8);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        ST_FAIL(path, "cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    });
 }
 
 }  // namespace lumen

@@ -206,20 +206,7 @@ void write_png(const std::string& path, const Tensor& image, int bits) {
     append_chunk(png, "IHDR", header);
     append_chunk(png, "IDAT", packed);
     append_chunk(png, "IEND", "");
-    const std::string temp = path + ".tmp";
-    try {
-        FileWriter out(temp, "image");
-        out.write(png);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        LUMEN_FAIL("image", path, ": cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    write_file_atomically(path, "image", [&](FileWriter& out) { out.write(png); });
 }
 
 }  // namespace lumen::datasets

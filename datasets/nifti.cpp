@@ -419,38 +419,25 @@ void write_nifti(const std::string& path, const Tensor& data, const NiftiHeader&
     bytes.append(static_cast<const char*>(host.data_ptr()),
                  size_t(host.numel()) * host.element_size());
     const bool gzip = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-    const std::string temp = path + ".tmp";
-    try {
-        if (gzip) {
-            NII_CHECK(bytes.size() < (uint64_t(1) << 31), path,
-                      "is too large to gzip in one piece (2 GiB); write .nii instead");
-            uLongf size = compressBound(uLong(bytes.size())) + 64;
-            std::string packed(size, '\0');
-            z_stream stream{};
-            NII_CHECK(deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK,
-                      path, "cannot start gzip (zlib)");
-            stream.next_in = reinterpret_cast<Bytef*>(bytes.data());
-            stream.avail_in = uInt(bytes.size());
-            stream.next_out = reinterpret_cast<Bytef*>(packed.data());
-            stream.avail_out = uInt(packed.size());
-            int status = deflate(&stream, Z_FINISH);
-            packed.resize(stream.total_out);
-            deflateEnd(&stream);
-            NII_CHECK(status == Z_STREAM_END, path, "gzip failed (zlib status ", status, ")");
-            bytes.swap(packed);
-        }
-        FileWriter out(temp, "nifti");
-        out.write(bytes);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
+    if (gzip) {
+        NII_CHECK(bytes.size() < (uint64_t(1) << 31), path,
+                  "is too large to gzip in one piece (2 GiB); write .nii instead");
+        uLongf size = compressBound(uLong(bytes.size())) + 64;
+        std::string packed(size, '\0');
+        z_stream stream{};
+        NII_CHECK(deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK,
+                  path, "cannot start gzip (zlib)");
+        stream.next_in = reinterpret_cast<Bytef*>(bytes.data());
+        stream.avail_in = uInt(bytes.size());
+        stream.next_out = reinterpret_cast<Bytef*>(packed.data());
+        stream.avail_out = uInt(packed.size());
+        int status = deflate(&stream, Z_FINISH);
+        packed.resize(stream.total_out);
+        deflateEnd(&stream);
+        NII_CHECK(status == Z_STREAM_END, path, "gzip failed (zlib status ", status, ")");
+        bytes.swap(packed);
     }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        LUMEN_FAIL("nifti", path, ": cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    write_file_atomically(path, "nifti", [&](FileWriter& out) { out.write(bytes); });
 }
 
 NiftiHeader nifti_header_from_affine(const std::array<double, 16>& affine) {

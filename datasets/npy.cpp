@@ -305,20 +305,7 @@ std::string npy_bytes(const Tensor& tensor) {
 void write_npy(const std::string& path, const Tensor& tensor) {
     LUMEN_CHECK(tensor.defined(), "npy", path, ": the tensor is undefined");
     const std::string bytes = npy_bytes(tensor);
-    const std::string temp = path + ".tmp";
-    try {
-        FileWriter out(temp, "npy");
-        out.write(bytes);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        LUMEN_FAIL("npy", path, ": cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    write_file_atomically(path, "npy", [&](FileWriter& out) { out.write(bytes); });
 }
 
 void write_npz(const std::string& path, const std::map<std::string, Tensor>& tensors,

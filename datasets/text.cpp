@@ -184,20 +184,7 @@ Tensor Vocabulary::encode(const std::vector<std::string>& tokens, int64_t max_le
 void Vocabulary::save(const std::string& path) const {
     std::string text;
     for (const std::string& t : tokens_) text += t + "\n";
-    const std::string temp = path + ".tmp";
-    try {
-        FileWriter out(temp, "Vocabulary");
-        out.write(text);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        LUMEN_FAIL("Vocabulary", path, ": cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    write_file_atomically(path, "Vocabulary", [&](FileWriter& out) { out.write(text); });
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {

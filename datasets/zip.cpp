@@ -286,9 +286,7 @@ std::string deflate_raw(const std::string& data, const std::string& owner,
 
 void write_zip(const std::string& path, const std::string& owner,
                const std::vector<ZipMember>& members, bool deflate) {
-    const std::string temp = path + ".tmp";
-    try {
-        FileWriter out(temp, owner);
+    write_file_atomically(path, owner, [&](FileWriter& out) {
         std::string directory;
         uint64_t offset = 0;
         for (const ZipMember& m : members) {
@@ -341,16 +339,7 @@ void write_zip(const std::string& path, const std::string& owner,
         put16(end, 0);  // comment length
         out.write(directory);
         out.write(end);
-        out.close();
-    } catch (...) {
-        std::remove(temp.c_str());
-        throw;
-    }
-    if (std::rename(temp.c_str(), path.c_str()) != 0) {
-        int error = errno;
-        std::remove(temp.c_str());
-        LUMEN_FAIL(owner, path, ": cannot rename ", temp, " to it: ", std::strerror(error));
-    }
+    });
 }
 
 }  // namespace lumen::datasets
