@@ -206,6 +206,10 @@ void check_options(const LayoutOptions& o) {
     LUMEN_CHECK(o.image_size.empty() ||
                     (o.image_size.size() == 2 && o.image_size[0] > 0 && o.image_size[1] > 0),
                 "layout", where(o), ": image_size ", o.image_size, " is not (H, W) > 0");
+    // The image reader's bound: at most 2^28 pixels.
+    LUMEN_CHECK(o.image_size.empty() ||
+                    double(o.image_size[0]) * double(o.image_size[1]) <= double(int64_t(1) << 28),
+                "layout", where(o), ": image_size ", o.image_size, " has more than 2^28 pixels");
     LUMEN_CHECK(o.channels == 0 || (images && (o.channels == 1 || o.channels == 3)), "layout",
                 where(o), ": channels ", o.channels,
                 " (expected 0, 1 or 3, for image_folder and image_mask only)");

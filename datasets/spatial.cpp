@@ -151,10 +151,19 @@ Tensor sample_linear(const Tensor& in, const VoxelMap& map, const Shape& size, P
     return out;
 }
 
+constexpr double kMaxGridVoxels = double(int64_t(1) << 31);
+
 // Moves the whole sample onto the output grid of spatial `size` along `map`.
 Sample remap(const Sample& sample, const VoxelMap& map, const Shape& size, PaddingMode padding,
              double fill) {
     int64_t n = sample.spatial_dims();
+    // A grid that cannot fit in memory is refused before anything is allocated (a tiny target
+    // spacing or a huge patch size from a config).
+    double voxels = double(sample.image.size(0));
+    for (int64_t extent : size) voxels *= double(extent);
+    LUMEN_CHECK(voxels <= kMaxGridVoxels, "spatial", "the output grid ", size, " with ",
+                sample.image.size(0), " channels has ", voxels,
+                " values, more than the 2^31 a sample may have");
     VoxelMap m = embedded(map, n);
     Shape volume_size = size;
     if (n == 2) volume_size.push_back(1);

@@ -597,6 +597,8 @@ TEST_CASE("spatial: errors name the transform and show the values", "[datasets][
                 "[SampleRandomAffine] p must lie in [0, 1], got 2");
     CHECK_ERROR(SampleRandomAffine({{5, 5, 5}, {1, 1}, 1})(s, generator),
                 "[SampleRandomAffine] has 3 rotation angles, expected 1 for spatial shape [4, 5]");
+    CHECK_ERROR(resize(s, {65536, 65536}), "[spatial] the output grid [65536, 65536] with");
+    CHECK_ERROR(resize(s, {65536, 65536}), "more than the 2^31 a sample may have");
     CHECK_ERROR(Reorient("RAX"), "[Reorient] code needs one of L/R, P/A and I/S each");
     CHECK_ERROR(Reorient("RRS"), "got \"RRS\"");
     CHECK_ERROR(ResampleToSpacing({1.0}),

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include "core/safetensors.h"
+#include "datasets/nifti.h"
+#include "ops/creation.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -295,5 +297,39 @@ int main(int argc, char** argv) {
     add_case("idx_claims_too_much", 1, "[idx]",
              {"train", config, "--set", "data.dataset=fashion_mnist", "--set",
               "data.dir=" + path_of("idx")});
+
+    // ---- dataset layouts (lumen data) ----
+    // A one-case Decathlon folder with a real 8 x 8 x 4 volume, then hostile keys and files.
+    fs::create_directories(path_of("msd/imagesTr"));
+    fs::create_directories(path_of("msd/labelsTr"));
+    datasets::NiftiHeader header =
+        datasets::nifti_header_from_affine({1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+    datasets::write_nifti(path_of("msd/imagesTr/a.nii.gz"), zeros({8, 8, 4}), header);
+    datasets::write_nifti(path_of("msd/labelsTr/a.nii.gz"), zeros({8, 8, 4}, DType::int32), header);
+    write_text("msd/dataset.json",
+               R"({"labels": {"0": "background"}, "modality": {"0": "CT"},
+                   "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]})");
+    const std::string layout_config =
+        write_text("msd.json",
+                   "{\"data\": {\"dataset\": \"decathlon\", \"dir\": \"" + path_of("msd") + "\"}}");
+    add_case("layout_tiny_spacing", 1, "more than the 2^31",
+             {"data", layout_config, "--set", "data.spacing=[0.0001, 0.0001, 0.0001]"});
+    add_case("layout_huge_patch", 1, "more than the 2^31",
+             {"data", layout_config, "--set", "data.patch_size=[65536, 65536, 65536]"});
+    add_case("layout_image_size", 1, "applies to image_folder and image_mask only",
+             {"data", layout_config, "--set", "data.image_size=[65536, 65536]"});
+    fs::create_directories(path_of("deep_msd"));
+    write_text("deep_msd/dataset.json", "{\"training\": " + nested(100000) + "}");
+    add_case("layout_deep_dataset_json", 1, "nested deeper",
+             {"data", layout_config, "--set", "data.dir=" + path_of("deep_msd")});
+    fs::create_directories(path_of("fifo_msd"));
+    const std::string fifo_json = path_of("fifo_msd/dataset.json");
+    mkfifo(fifo_json.c_str(), 0600);
+    add_case("layout_fifo_dataset_json", 1, "is a FIFO, not a regular file",
+             {"data", layout_config, "--set", "data.dir=" + path_of("fifo_msd")});
+    fs::create_directories(path_of("folder/train/a"));
+    add_case("layout_image_size_pixels", 1, "more than 2^28 pixels",
+             {"data", layout_config, "--set", "data.dataset=image_folder", "--set",
+              "data.dir=" + path_of("folder"), "--set", "data.image_size=[65536, 65536]"});
     return 0;
 }

@@ -140,8 +140,10 @@ int run_data_command(const std::vector<std::string>& args, std::ostream& out) {
     for (int64_t i = 0; i < count; ++i) {
         datasets::Example example = split.dataset->get(i);
         const datasets::CaseInfo& info = split.cases[size_t(i)];
-        out << a.split << "[" << i << "] " << info.name << ":";
+        // Each line is printed whole, after the transforms: an error starts a line of its own.
+        const std::string head = a.split + "[" + std::to_string(i) + "] " + info.name + ":";
         if (layout.spatial_dims == 0) {  // bags and token sequences
+            out << head;
             for (const Tensor& t : example) out << " " << describe(t) << ";";
             out << "\n";
             continue;
@@ -151,6 +153,7 @@ int run_data_command(const std::vector<std::string>& args, std::ostream& out) {
             Generator generator(datasets::derive_seed(epoch_seed, uint64_t(i)));
             sample = (*pipeline)(sample, generator);
         }
+        out << head;
         out << " image " << describe(sample.image);
         if (sample.label.defined()) out << ", label " << describe(sample.label);
         if (example.size() > 1 && !sample.label.defined()) out << ", " << describe(example[1]);
