@@ -12,6 +12,7 @@
 #include "datasets/image.h"
 #include "datasets/layouts_common.h"
 #include "datasets/loader.h"
+#include "datasets/npy.h"
 
 namespace lumen::datasets {
 
@@ -189,7 +190,8 @@ const LayoutSplit& LayoutData::split(const std::string& name) const {
 }
 
 std::vector<std::string> layout_names() {
-    return {"image_folder", "image_mask", "decathlon", "npz_slices", "bags", "text_csv"};
+    return {"image_folder", "image_mask", "decathlon", "npz_slices", "npz_pairs", "bags",
+            "text_csv"};
 }
 
 namespace {
@@ -234,8 +236,20 @@ LayoutData load_layout(const LayoutOptions& options) {
     if (name == "image_mask") return load_image_mask(options);
     if (name == "decathlon") return load_decathlon(options);
     if (name == "npz_slices") return load_npz_slices(options);
+    if (name == "npz_pairs") return load_npz_pairs(options);
     if (name == "bags") return load_bags(options);
     return load_text_csv(options);
+}
+
+Example read_layout_input(const LayoutOptions& options, const std::string& path) {
+    const std::string& name = options.layout;
+    if (name == "image_folder" || name == "image_mask") return image_input(options, path);
+    if (name == "decathlon") return volume_input(path);
+    if (name == "npz_slices") return npz_input(path);
+    if (name == "bags") return {read_feature_bag(path)};
+    LUMEN_FAIL("layout", name, " has no per-file input to predict from (", path,
+               "); predictions read image_folder, image_mask, decathlon, npz_slices and bags "
+               "inputs");
 }
 
 NiftiHeader read_case_header(const CaseInfo& info) {

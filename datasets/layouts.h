@@ -19,7 +19,8 @@ namespace lumen::datasets {
 
 // What to read, and how. Paths are used as given (relative ones from the working directory).
 struct LayoutOptions {
-    // image_folder, image_mask, decathlon, npz_slices, bags or text_csv (layout_names()).
+    // image_folder, image_mask, decathlon, npz_slices, npz_pairs, bags or text_csv
+    // (layout_names()).
     std::string layout;
     std::string root;
     // image_mask: a CSV with columns image, mask and optionally split (paths relative to the
@@ -94,6 +95,9 @@ struct LayoutData {
 //   npz_slices    ROOT/<split>/*.npz, or ROOT/*.npz listed by ROOT/<split>.txt or
 //                 ROOT/lists/<split>.txt (TransUNet), "image" (H, W) or (D, H, W) and "label"
 //                 -> {image (1, H, W) or (1, D, H, W) float32, label (H, W) or (D, H, W) int64}
+//   npz_pairs     ROOT/{train,val,test}.npz with "image" (inputs) and "target" (what the model
+//                 should give: a clean image for denoising), (N, H, W) or (N, C, H, W) each
+//                 -> {image (C, H, W) float32, target (C, H, W) float32}; read into memory
 //   bags          labels CSV (slide, label[, split]), ROOT/bags/<slide>.npy or .safetensors
 //                 -> {bag (N, D) float32, label () int64}
 //   text_csv      ROOT/{train,val,test}.{csv,tsv} -> {tokens (L <= max_length) int64,
@@ -109,6 +113,16 @@ LayoutData load_layout(const LayoutOptions& options);
 
 // The layout names load_layout knows.
 std::vector<std::string> layout_names();
+
+// One input file read as `options.layout` reads its cases' inputs, for predictions on new files:
+//   image_folder, image_mask  an image -> {(C, H, W) float32 in [0, 1]} with options.channels,
+//                             resized to options.image_size when given (bilinear)
+//   decathlon                 a NIfTI volume -> {(C, i, j, k) float32, affine (4, 4) float64}
+//   npz_slices                an .npz's "image" -> {(1, *spatial) float32}
+//   bags                      a .npy or .safetensors bag -> {(N, D) float32}
+// Throws [layout] for another layout (npz_pairs and text_csv have no per-file input) and the
+// readers' errors.
+Example read_layout_input(const LayoutOptions& options, const std::string& path);
 
 // The NIfTI header of a decathlon case's image, to write a prediction with its geometry
 // (write_nifti(path, prediction, header)); header.affine() is its voxel-to-world map. Reads the

@@ -94,6 +94,11 @@ LayoutData load_image_folder(const LayoutOptions& options);
 LayoutData load_image_mask(const LayoutOptions& options);
 LayoutData load_decathlon(const LayoutOptions& options);
 LayoutData load_npz_slices(const LayoutOptions& options);
+LayoutData load_npz_pairs(const LayoutOptions& options);
+// One input of an image layout, a decathlon volume, an npz slice (read_layout_input).
+Example image_input(const LayoutOptions& options, const std::string& path);
+Example volume_input(const std::string& path);
+Example npz_input(const std::string& path);
 LayoutData load_bags(const LayoutOptions& options);
 LayoutData load_text_csv(const LayoutOptions& options);
 

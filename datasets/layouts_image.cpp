@@ -208,4 +208,11 @@ LayoutData load_image_mask(const LayoutOptions& options) {
     return data;
 }
 
+Example image_input(const LayoutOptions& options, const std::string& path) {
+    Tensor image = read_image_chw(path, options.channels), mask;
+    SizeRule rule{path, image.size(1), image.size(2), options.image_size};
+    fit(image, mask, path, rule);
+    return {image};
+}
+
 }  // namespace lumen::datasets::layout_detail

@@ -169,6 +169,13 @@ LayoutData load_decathlon(const LayoutOptions& options) {
     return data;
 }
 
+Example volume_input(const std::string& path) {
+    NiftiImage nifti = read_nifti(path);
+    const Affine matrix = nifti.header.affine();
+    return {volume_channels(nifti, path),
+            from_vector(std::vector<double>(matrix.begin(), matrix.end()), {4, 4})};
+}
+
 namespace {
 
 // TransUNet's lists: one case name per line ("case0005_slice000"), the file ROOT/<name>.npz.
@@ -243,6 +250,61 @@ LayoutData load_npz_slices(const LayoutOptions& options) {
     for (auto& [name, cases] : splits)
         add_split(data, name, std::move(cases),
                   [](const CaseInfo& c) { return npz_example(c.image); });
+    return data;
+}
+
+Example npz_input(const std::string& path) {
+    std::map<std::string, NpyArray> arrays = read_npz(path);
+    LUMEN_CHECK(arrays.count("image"), "layout", path, ": no array 'image'");
+    const Tensor& image = arrays["image"].data;
+    LUMEN_CHECK(image.ndim() == 2 || image.ndim() == 3, "layout", path, ": 'image' of shape ",
+                image.shape(), ", expected (H, W) or (D, H, W)");
+    return {image.to(DType::float32).unsqueeze(0)};
+}
+
+// ROOT/<split>.npz with "image" (inputs) and "target" (what the model should give) of N
+// examples each, (N, H, W) (one channel) or (N, C, H, W): read once, kept in memory.
+LayoutData load_npz_pairs(const LayoutOptions& options) {
+    LayoutData data{options.layout, options.root};
+    require_dir(options.root, options, "the folder of <split>.npz files");
+    LUMEN_CHECK(options.val_fraction == 0.0, "layout", where(options),
+                ": val_fraction does not apply (the val split is val.npz)");
+    std::map<std::string, std::vector<CaseInfo>> splits;
+    std::map<std::string, std::pair<Tensor, Tensor>> arrays;
+    for (const char* split : {"train", "val", "test"}) {
+        const fs::path file = fs::path(options.root) / (std::string(split) + ".npz");
+        data.looked_for[split] = "file " + file.string();
+        if (!fs::is_regular_file(file)) continue;
+        std::map<std::string, NpyArray> npz = read_npz(file.string());
+        for (const char* key : {"image", "target"})
+            LUMEN_CHECK(npz.count(key), "layout", file.string(), ": no array '", key,
+                        "' (npz_pairs needs 'image' and 'target')");
+        Tensor image = npz["image"].data, target = npz["target"].data;
+        LUMEN_CHECK((image.ndim() == 3 || image.ndim() == 4) && image.size(0) > 0 &&
+                        target.shape() == image.shape(),
+                    "layout", file.string(), ": 'image' ", image.shape(), " and 'target' ",
+                    target.shape(), " must have one shape, (N, H, W) or (N, C, H, W) with N > 0");
+        if (image.ndim() == 3) image = image.unsqueeze(1), target = target.unsqueeze(1);
+        arrays[split] = {image.to(DType::float32).contiguous(),
+                         target.to(DType::float32).contiguous()};
+        std::vector<CaseInfo>& cases = splits[split];
+        for (int64_t n = 0; n < image.size(0); ++n)
+            cases.push_back({std::string(split) + ".npz:" + std::to_string(n), file.string(), "",
+                             -1});
+        if (data.channels == 0) data.channels = image.size(1);
+        LUMEN_CHECK(image.size(1) == data.channels, "layout", file.string(), ": ", image.size(1),
+                    " channels, but the other splits have ", data.channels);
+    }
+    LUMEN_CHECK(!splits.empty(), "layout", where(options), ": no train.npz, val.npz or test.npz");
+    data.spatial_dims = 2;
+    for (auto& [name, cases] : splits) {
+        auto [image, target] = arrays[name];
+        const int64_t n = image.size(0);
+        auto dataset = std::make_shared<FunctionDataset>(n, [image, target](int64_t i) {
+            return Example{image.select(0, i).clone(), target.select(0, i).clone()};
+        });
+        data.splits[name] = {dataset, std::move(cases)};
+    }
     return data;
 }
 

@@ -63,16 +63,19 @@ ContextSwin::ContextSwin(const ContextSwinConfig& config) : Module(kName), confi
 }
 
 Tensor ContextSwin::forward(const Tensor& x) {
-    LUMEN_CHECK(x.ndim() == 5 && x.size(1) == config_.in_channels &&
-                    (config_.spatial_dims() == 3 || x.size(2) == 1),
-                kName, "expects x (B, ", config_.in_channels, ", T, H, W)",
-                config_.spatial_dims() == 2 ? " with T = 1" : "", ", got shape ", x.shape());
     bool flat = config_.spatial_dims() == 2;
-    std::vector<Tensor> levels = encoder->forward_features(flat ? x.select(2, 0) : x);
+    // A 2-D model also takes (B, C, H, W) and then answers without the T axis.
+    const bool image = flat && x.ndim() == 4;
+    LUMEN_CHECK((x.ndim() == 5 || image) && x.size(1) == config_.in_channels &&
+                    (config_.spatial_dims() == 3 || image || x.size(2) == 1),
+                kName, "expects x (B, ", config_.in_channels, ", T, H, W)",
+                flat ? " with T = 1, or (B, C, H, W)" : "", ", got shape ", x.shape());
+    std::vector<Tensor> levels =
+        encoder->forward_features(image ? x : flat ? x.select(2, 0) : x);
     if (linear) return linear->forward(levels.back());
     // UPerNet reads the last four levels LN(x1)..LN(x4).
     Tensor y = upernet->forward(std::vector<Tensor>(levels.end() - 4, levels.end()));
-    return flat ? y.unsqueeze(2) : y;
+    return flat && !image ? y.unsqueeze(2) : y;
 }
 
 }  // namespace lumen::models

@@ -143,15 +143,20 @@ ContextViTModel::ContextViTModel(const ContextViTModelConfig& config_)
 
 Tensor ContextViTModel::forward(const Tensor& x) {
     const ContextViTModelConfig& c = config;
-    LUMEN_CHECK(x.ndim() == 5 && x.size(1) == c.in_channels && x.size(2) == c.time &&
-                    x.size(3) == c.height && x.size(4) == c.width,
+    // A 2-D model (T = 1) also takes (B, C, H, W) and then answers without the T axis.
+    const bool image = c.time == 1 && x.ndim() == 4;
+    LUMEN_CHECK((x.ndim() == 5 && x.size(1) == c.in_channels && x.size(2) == c.time &&
+                 x.size(3) == c.height && x.size(4) == c.width) ||
+                    (image && x.size(1) == c.in_channels && x.size(2) == c.height &&
+                     x.size(3) == c.width),
                 "ContextViTModel", "expects x (B, ", c.in_channels, ", ", c.time, ", ", c.height,
-                ", ", c.width, "), got shape ", x.shape());
+                ", ", c.width, ")", c.time == 1 ? " or (B, C, H, W)" : "", ", got shape ",
+                x.shape());
     bool flat = c.time == 1;
-    std::vector<Tensor> hidden = encoder->forward_hidden(flat ? x.select(2, 0) : x);
+    std::vector<Tensor> hidden = encoder->forward_hidden(image ? x : flat ? x.select(2, 0) : x);
     if (linear) return linear->forward(hidden);
     Tensor y = unetr->forward(hidden);
-    return flat ? y.unsqueeze(2) : y;
+    return flat && !image ? y.unsqueeze(2) : y;
 }
 
 }  // namespace lumen::models

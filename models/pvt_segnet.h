@@ -61,7 +61,7 @@ class PVTSegNet : public nn::Module {
     explicit PVTSegNet(const PVTSegNetConfig& config = {});
     // {x4, x3, x2, x1} with deep supervision, else {x1}; each (B, n_classes, H, W).
     // Throws [PVTSegNet] for a wrong input shape.
-    std::vector<Tensor> forward_outputs(const Tensor& x);
+    std::vector<Tensor> forward_outputs(const Tensor& x) override;
     // The segmentation logits x1 (what evaluation uses).
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;

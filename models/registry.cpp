@@ -1,5 +1,6 @@
 // The registry map and the built-in entries "vit" and "dgvit" (ViTConfig presets of
-// models/vit.h with the config's sizes).
+// models/vit.h with the config's sizes); the other models' entries are in
+// registry_dense.cpp and registry_classify.cpp.
 #include "models/registry.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "models/registry_entries.h"
 #include "models/vit.h"
 #include "nn/attention/attention.h"
 
@@ -65,7 +67,11 @@ ViTConfig sized(ViTConfig config, const nn::Options& o) {
 }
 
 ModelInput vit_input(const nn::Options& o) {
-    return {o.get_int("in_chans"), o.get_ints("img_size"), o.get_int("num_classes")};
+    ModelInput input;
+    input.in_chans = o.get_int("in_chans");
+    input.img_size = o.get_ints("img_size");
+    input.num_classes = o.get_int("num_classes");
+    return input;
 }
 
 // Attention maps of size (heads, T, T) that a variant keeps per example: the softmax ones one
@@ -169,7 +175,10 @@ std::map<std::string, ModelEntry>& registry() {
     // Built on first use, so registration order across translation units does not matter.
     static std::map<std::string, ModelEntry> entries = [] {
         std::map<std::string, ModelEntry> builtin;
-        for (ModelEntry entry : {vit_entry(), dgvit_entry()}) builtin[entry.name] = entry;
+        std::vector<ModelEntry> entries{vit_entry(), dgvit_entry()};
+        for (auto more : {dense_model_entries(), classifier_entries()})
+            entries.insert(entries.end(), more.begin(), more.end());
+        for (ModelEntry& entry : entries) builtin[entry.name] = entry;
         return builtin;
     }();
     return entries;

@@ -1,7 +1,9 @@
-// The model registry: models built by name from typed options ("vit", "dgvit": the ViT and
-// DGViT of spec diff §3.1-3.2, parameter names as in the spec). Each entry lists its option keys
-// with defaults (what `lumen models` prints and what a config's "model" section may set) and
-// says which input it expects, so that a mismatch with the data can be reported.
+// The model registry: every architecture of the five papers built by name from typed options
+// (what `lumen models` prints and what a config's "model" section may set; the keys are the
+// reference constructors' argument names): vit, dgvit (spec diff 3.1-3.2), transformer,
+// diff_transformer, dgt (spec diff 3.3), sfree_vit, sima_vit, utnet (spec sfree_utnet),
+// pvt_segnet (spec gdla), context_vit, context_swin (spec context). Each entry says what input
+// it takes and what it gives, so that a mismatch with the data is reported before training.
 #pragma once
 
 #include <functional>
@@ -14,11 +16,28 @@
 
 namespace lumen::models {
 
-// What an image classifier built from some options consumes and produces.
+// What a model built from some options consumes and produces.
 struct ModelInput {
+    // "image": (B, in_chans, *img_size) with 2 or 3 spatial dims; "bag": (B, N, feature_dim)
+    // feature bags; "tokens": (B, L) token ids below vocab_size, L <= max_len.
+    std::string kind = "image";
     int64_t in_chans = 0;
-    std::vector<int64_t> img_size;  // (H, W)
-    int64_t num_classes = 0;
+    // The spatial size the model needs exactly; empty for a fully convolutional model, which
+    // takes any size whose every dim is a multiple of size_multiple (spatial_dims of them).
+    std::vector<int64_t> img_size;
+    int64_t spatial_dims = 2;
+    int64_t size_multiple = 1;
+    int64_t num_classes = 0;  // classes (logits) or output channels (dense)
+    // "logits": (B, num_classes), a classifier; "dense": (B, num_classes, *spatial), a
+    // segmentation map or an image (enhancement).
+    std::string output = "logits";
+    int64_t feature_dim = 0;               // bag
+    int64_t vocab_size = 0, max_len = 0;   // tokens (vocab_size 0: taken from the data)
+    // The paper's deep-supervision weights of forward_outputs when the options turn the
+    // auxiliary outputs on (UTNet {1, 0.4, 0.2, 0.1}, PVT-GDLA {1, 1, 1, 1}); else empty.
+    std::vector<double> deep_supervision;
+    // The option keys that hold the above, to name them in messages.
+    std::string chans_key = "in_chans", size_key = "img_size", classes_key = "num_classes";
 };
 
 // The rough size of training a model, from its options alone (nothing is allocated), so that
@@ -34,7 +53,7 @@ struct ModelEntry {
     std::vector<nn::OptionSpec> options;  // keys and defaults, in display order
     // Builds the model from options that hold every key of `options` (validated types).
     std::function<std::shared_ptr<nn::Module>(const nn::Options&)> build;
-    // The input and classes the options describe (in_chans, img_size, num_classes keys).
+    // The input and output the options describe.
     std::function<ModelInput(const nn::Options&)> input;
     // The estimate above (may be empty: then no check is made).
     std::function<ModelCost(const nn::Options&)> cost;

@@ -52,7 +52,7 @@ class UTNet : public nn::Module {
     // {y} without aux_loss; with it {y, out3, out2, out1}: the 1x1 heads on the decoder
     // outputs of levels 1, 2 and 3 resized to (H, W) (bilinear, align_corners), in the
     // official return order. Throws [UTNet] for a wrong input shape.
-    std::vector<Tensor> forward_outputs(const Tensor& x);
+    std::vector<Tensor> forward_outputs(const Tensor& x) override;
     const UTNetConfig& config() const { return config_; }
 
     std::shared_ptr<nn::Sequential> inc;

@@ -44,6 +44,10 @@ class Module {
     // overloads; calling this one on a module without it throws [<type_name>].
     virtual Tensor forward(const Tensor& x);
     Tensor operator()(const Tensor& x) { return forward(x); }
+    // Every output a training loss reads: the main output and, for models with deep
+    // supervision (UTNet, PVT-GDLA), the auxiliary ones, in the model's documented order.
+    // Default: {forward(x)}.
+    virtual std::vector<Tensor> forward_outputs(const Tensor& x) { return {forward(x)}; }
 
     // ---- named members, in registration order, children depth first ----
     std::vector<NamedTensor> named_parameters(bool recurse = true) const;

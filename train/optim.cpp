@@ -40,7 +40,7 @@ void Optimizer::zero_grad() {
 
 void Optimizer::set_lr(double lr) {
     check_hyper(name_, "lr", lr);
-    for (ParamGroup& group : groups_) group.lr = lr;
+    for (ParamGroup& group : groups_) group.lr = lr * group.lr_scale;
 }
 
 void Optimizer::set_momentum(double) { LUMEN_FAIL(name_, "has no momentum for a schedule to set"); }

@@ -17,6 +17,9 @@ struct ParamGroup {
     std::vector<Tensor> params;
     double lr = 0.0;
     double weight_decay = 0.0;
+    // set_lr (what schedules call) gives this group lr * lr_scale: a per-module learning-rate
+    // multiplier (e.g. 0.1 for a pretrained encoder).
+    double lr_scale = 1.0;
 };
 
 // A parameter's optimizer state by name ("momentum_buffer", later "exp_avg", "step", ...).
@@ -39,7 +42,8 @@ class Optimizer {
 
     std::vector<ParamGroup>& param_groups() { return groups_; }
     const std::vector<ParamGroup>& param_groups() const { return groups_; }
-    // Sets the lr of every group (what an LR schedule does once per step or epoch).
+    // Sets the lr of every group to lr * its lr_scale (what an LR schedule does once per step
+    // or epoch).
     void set_lr(double lr);
     // Sets the momentum a schedule cycles (OneCycleLR): SGD's momentum, Adam's beta1. Throws
     // [<name>] for an optimizer without one or a value outside its range.

@@ -114,19 +114,20 @@ void add_point(PlotSeries& s, double x, const std::map<std::string, double>& val
 
 }  // namespace
 
-void RunLog::write_plot(const std::string& title) const {
+void RunLog::write_plot(const std::string& title, const std::string& metric) const {
     PlotSeries step_loss{"train (steps)", {}, {}}, train_loss{"train", {}, {}},
-        test_loss{"test", {}, {}}, train_accuracy{"train", {}, {}}, test_accuracy{"test", {}, {}};
+        test_loss{"test", {}, {}}, train_metric{"train", {}, {}}, test_metric{"test", {}, {}};
+    const std::string train_key = "train_" + metric, test_key = "test_" + metric;
     for (const MetricRecord& r : records_) {
         if (r.type == "step") add_point(step_loss, r.epoch, r.values, "loss");
         if (r.type != "epoch") continue;
         add_point(train_loss, r.epoch, r.values, "train_loss");
         add_point(test_loss, r.epoch, r.values, "test_loss");
-        add_point(train_accuracy, r.epoch, r.values, "train_accuracy");
-        add_point(test_accuracy, r.epoch, r.values, "test_accuracy");
+        add_point(train_metric, r.epoch, r.values, train_key.c_str());
+        add_point(test_metric, r.epoch, r.values, test_key.c_str());
     }
     std::vector<PlotPanel> panels{{"loss", {step_loss, train_loss, test_loss}},
-                                  {"accuracy", {train_accuracy, test_accuracy}}};
+                                  {metric, {train_metric, test_metric}}};
     write_text_atomically(path("plot.svg"), render_svg_plot(panels, title));
 }
 

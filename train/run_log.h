@@ -37,9 +37,9 @@ class RunLog {
     const std::vector<MetricRecord>& records() const { return records_; }
     // What the constructor repaired, one line each, for the caller to print.
     const std::vector<std::string>& warnings() const { return warnings_; }
-    // Redraws plot.svg from the records (train loss per step record, train/test loss and
-    // accuracy per epoch record).
-    void write_plot(const std::string& title) const;
+    // Redraws plot.svg from the records: train loss per step record, train/test loss and the
+    // task's metric (train_<metric> / test_<metric>: accuracy, mean_dice, psnr) per epoch record.
+    void write_plot(const std::string& title, const std::string& metric = "accuracy") const;
     // summary.json: string fields and number fields in one object.
     void write_summary(const std::map<std::string, double>& numbers,
                        const std::map<std::string, std::string>& texts) const;

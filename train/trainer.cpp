@@ -1,4 +1,4 @@
-// The training loop. A step is: forward, cross-entropy (divided by `accumulate`), backward on
+// The training loop. A step is: forward, the task's loss (divided by `accumulate`), backward on
 // each micro-batch; on the last one clip, guard, optimizer step, zero_grad. The schedule is set
 // before the first micro-batch of each update (per step) or at the start of the epoch.
 #include "train/trainer.h"
@@ -60,6 +60,14 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
                 "grad_clip must be >= 0 and label_smoothing in [0, 1], got ", o.grad_clip, " and ",
                 o.label_smoothing);
     LUMEN_CHECK(train_data_->num_batches() > 0, "Trainer", "the training data has no batch");
+    LUMEN_CHECK(o.early_stopping >= 0 && (o.early_stopping == 0 || !o.checkpoint.best_metric.empty()),
+                "Trainer", "early stopping (", o.early_stopping,
+                " evaluations) needs a best metric to watch (checkpoint.best_metric)");
+    if (!options_.task) {
+        TaskOptions classify;
+        classify.loss.label_smoothing = o.label_smoothing;
+        options_.task = make_task(classify);
+    }
 }
 
 namespace {
@@ -100,6 +108,9 @@ void Trainer::resume(const std::string& checkpoint_path) {
     LUMEN_CHECK(epoch_correct_ <= epoch_seen_, "checkpoint", checkpoint_path,
                 ": the trainer record counts ", epoch_correct_, " correct of ", epoch_seen_,
                 " examples");
+    early_stale_ = int64_t(extra_number(checkpoint_path, extra, "early_stale"));
+    if (auto best = extra.find("early_best"); best != extra.end() && best->is_number())
+        early_best_ = best->get<double>();
     resume_state_ = state;
     resumed_ = true;
 }
@@ -109,18 +120,21 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
                 " tensors");
     if (first_micro && options_.interval == ScheduleInterval::step)
         schedule_->apply(*optimizer_, step_);
+    const Task& task = *options_.task;
     Tensor x = batch[0].to(options_.device), y = batch[1].to(options_.device);
-    Tensor logits = model_->forward(x);
-    Tensor loss = cross_entropy(logits, y, Tensor(), -100, "mean", options_.label_smoothing);
+    std::vector<Tensor> outputs =
+        task.uses_all_outputs() ? model_->forward_outputs(x) : std::vector<Tensor>{model_->forward(x)};
+    Tensor loss = task.loss(outputs, y);
     const double value = loss.item<double>();
     if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
     loss.backward();
-    {
+    if (task.counts_correct()) {
         NoGradGuard no_grad;
-        epoch_correct_ += sum(eq(argmax(logits, 1), y)).item<int64_t>();
+        epoch_correct_ += sum(eq(argmax(outputs[0], 1), class_target(y))).item<int64_t>();
     }
-    epoch_loss_sum_ += value * double(y.numel());
-    epoch_seen_ += y.numel();
+    const int64_t examples = x.size(0);
+    epoch_loss_sum_ += value * double(examples);
+    epoch_seen_ += examples;
     if (last_micro) {
         std::optional<double> norm;
         if (options_.grad_clip > 0)
@@ -150,7 +164,7 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
                     batches, " batches");
         const bool last = micro + 1 == k || b + 1 == batches;
         double loss = train_batch(*batch, micro == 0, last);
-        images_trained_ += (*batch)[1].numel();
+        images_trained_ += (*batch)[0].size(0);
         micro = last ? 0 : micro + 1;
         if (!last) continue;
         ++step_;
@@ -177,30 +191,38 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
     batch_in_epoch_ = 0;
     const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
     end_epoch(log, progress, epoch_ % options_.eval_every == 0 || epoch_ == options_.epochs);
-    return !stop;
+    return !stop && !early_stop_;
+}
+
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device) {
+    Clock::time_point start = Clock::now();
+    model.eval();
+    NoGradGuard no_grad;
+    std::unique_ptr<TaskMeter> meter = task.meter();
+    bool any = false;
+    data.start_epoch(0);
+    while (std::optional<std::vector<Tensor>> batch = data.next()) {
+        Tensor output = task.predict(model, (*batch)[0].to(device));
+        Tensor loss = task.eval_loss(output, (*batch)[1].to(device));
+        meter->add(output.cpu(), *batch, loss.item<double>() * double((*batch)[0].size(0)));
+        any = true;
+    }
+    LUMEN_CHECK(any, "evaluate", "the evaluation data has no batch");
+    EvalResult result;
+    meter->finish(result);
+    result.seconds = seconds_since(start);
+    return result;
 }
 
 EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device device,
                                double label_smoothing) {
-    Clock::time_point start = Clock::now();
-    model.eval();
-    NoGradGuard no_grad;
-    std::unique_ptr<ClassificationMeter> meter;
-    data.start_epoch(0);
-    while (std::optional<std::vector<Tensor>> batch = data.next()) {
-        Tensor logits = model.forward((*batch)[0].to(device));
-        Tensor y = (*batch)[1].to(device);
-        if (!meter) meter = std::make_unique<ClassificationMeter>(logits.size(1));
-        Tensor loss = cross_entropy(logits, y, Tensor(), -100, "sum", label_smoothing);
-        meter->add(logits.cpu(), y.cpu(), loss.item<double>());
-    }
-    LUMEN_CHECK(meter != nullptr, "evaluate", "the evaluation data has no batch");
-    return {meter->loss(), meter->accuracy(), meter->count(), seconds_since(start)};
+    TaskOptions classify;
+    classify.loss.label_smoothing = label_smoothing;
+    return evaluate(model, data, *make_task(classify), device);
 }
 
 EvalResult Trainer::evaluate(BatchSource& data) {
-    EvalResult result =
-        evaluate_classifier(*model_, data, options_.device, options_.label_smoothing);
+    EvalResult result = train::evaluate(*model_, data, *options_.task, options_.device);
     model_->train();
     return result;
 }
@@ -210,7 +232,9 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
                          {"images", images_trained_},
                          {"epoch_loss_sum", epoch_loss_sum_},
                          {"epoch_seen", epoch_seen_},
-                         {"epoch_correct", epoch_correct_}};
+                         {"epoch_correct", epoch_correct_},
+                         {"early_stale", early_stale_}};
+    if (early_best_) extra["early_best"] = *early_best_;
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
                           .batch_in_epoch = batch_in_epoch_,
@@ -222,35 +246,64 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
 
 void Trainer::end_epoch(RunLog& log, Progress& progress, bool evaluate_now) {
     MetricRecord record{"epoch", double(epoch_), step_, {}};
+    const Task& task = *options_.task;
     const double train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
-    const double train_accuracy = epoch_seen_ ? double(epoch_correct_) / double(epoch_seen_) : NAN;
     record.values = {{"train_loss", train_loss},
-                     {"train_accuracy", train_accuracy},
                      {"lr", optimizer_->param_groups()[0].lr},
                      {"train_seconds", train_seconds_}};
     char line[200];
-    std::snprintf(line, sizeof(line), "epoch %lld/%lld: train loss %.4f acc %.4f",
-                  (long long)epoch_, (long long)options_.epochs, train_loss, train_accuracy);
+    std::snprintf(line, sizeof(line), "epoch %lld/%lld: train loss %.4f", (long long)epoch_,
+                  (long long)options_.epochs, train_loss);
     std::string summary = line;
+    if (task.counts_correct()) {
+        const double accuracy = epoch_seen_ ? double(epoch_correct_) / double(epoch_seen_) : NAN;
+        record.values["train_accuracy"] = accuracy;
+        std::snprintf(line, sizeof(line), " acc %.4f", accuracy);
+        summary += line;
+    }
     if (evaluate_now) {
         last_eval_ = evaluate(*test_data_);
         last_eval_step_ = step_;
         record.values["test_loss"] = last_eval_->loss;
-        record.values["test_accuracy"] = last_eval_->accuracy;
-        std::snprintf(line, sizeof(line), " | test loss %.4f acc %.4f (%s)", last_eval_->loss,
-                      last_eval_->accuracy, format_duration(last_eval_->seconds).c_str());
+        for (const auto& [name, value] : last_eval_->metrics) record.values["test_" + name] = value;
+        const std::string primary = task.primary_metric();
+        std::snprintf(line, sizeof(line), " | test loss %.4f %s %.4f (%s)", last_eval_->loss,
+                      primary == "accuracy" ? "acc" : primary.c_str(),
+                      last_eval_->metrics.at(primary),
+                      format_duration(last_eval_->seconds).c_str());
         summary += line;
     }
     log.append(record);
-    log.write_plot(options_.title);
+    log.write_plot(options_.title, task.primary_metric());
     progress.end_epoch(summary);
-    const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
+    if (evaluate_now && options_.early_stopping > 0) update_early_stopping(record, progress);
+    const bool stop = (options_.max_steps > 0 && step_ >= options_.max_steps) || early_stop_;
     if (epoch_ % options_.checkpoint_every_epochs == 0 || epoch_ == options_.epochs || stop) {
         std::optional<double> metric;
         auto it = record.values.find(options_.checkpoint.best_metric);
         if (it != record.values.end()) metric = it->second;
         save_checkpoint_now(metric);
     }
+}
+
+void Trainer::update_early_stopping(const MetricRecord& record, Progress& progress) {
+    const CheckpointPolicy& policy = options_.checkpoint;
+    auto it = record.values.find(policy.best_metric);
+    LUMEN_CHECK(it != record.values.end(), "Trainer", "early stopping watches '",
+                policy.best_metric, "', which the evaluation does not report");
+    const double value = it->second;
+    const bool better = !early_best_ || (policy.higher_is_better ? value > *early_best_
+                                                                 : value < *early_best_);
+    if (better) {
+        early_best_ = value;
+        early_stale_ = 0;
+        return;
+    }
+    if (++early_stale_ < options_.early_stopping) return;
+    early_stop_ = true;
+    progress.message("early stopping: " + policy.best_metric + " has not improved on " +
+                     std::to_string(*early_best_) + " for " + std::to_string(early_stale_) +
+                     " evaluations");
 }
 
 TrainSummary Trainer::fit() {
@@ -279,17 +332,19 @@ TrainSummary Trainer::fit() {
     TrainSummary summary;
     finish(summary);
     summary.wall_seconds = seconds_since(start);
-    log.write_summary(
-        {{"test_accuracy", summary.test_accuracy},
-         {"test_loss", summary.test_loss},
-         {"train_loss", summary.train_loss},
-         {"epochs", double(summary.epochs)},
-         {"steps", double(summary.steps)},
-         {"wall_seconds", summary.wall_seconds},
-         {"train_seconds", summary.train_seconds},
-         {"images_per_second", summary.images_per_second},
-         {"parameters", double(model_->num_parameters())}},
-        {{"device", summary.device}, {"run_dir", summary.run_dir}, {"model", options_.title}});
+    std::map<std::string, double> numbers{{"test_loss", summary.test_loss},
+                                          {"train_loss", summary.train_loss},
+                                          {"epochs", double(summary.epochs)},
+                                          {"steps", double(summary.steps)},
+                                          {"wall_seconds", summary.wall_seconds},
+                                          {"train_seconds", summary.train_seconds},
+                                          {"images_per_second", summary.images_per_second},
+                                          {"parameters", double(model_->num_parameters())}};
+    for (const auto& [name, value] : summary.test_metrics) numbers["test_" + name] = value;
+    log.write_summary(numbers, {{"device", summary.device},
+                                {"run_dir", summary.run_dir},
+                                {"model", options_.title},
+                                {"task", options_.task->kind()}});
     print_summary_table(summary);
     return summary;
 }
@@ -301,6 +356,7 @@ void Trainer::finish(TrainSummary& summary) {
     }
     nn::save_state_dict(*model_, options_.run_dir + "/model.safetensors");
     summary.test_accuracy = last_eval_->accuracy;
+    summary.test_metrics = last_eval_->metrics;
     summary.test_loss = last_eval_->loss;
     summary.train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
     summary.epochs = epoch_;
@@ -313,13 +369,15 @@ void Trainer::finish(TrainSummary& summary) {
 
 void Trainer::print_summary_table(const TrainSummary& s) const {
     char rows[7][64];
-    std::snprintf(rows[0], 64, "%.4f", s.test_accuracy);
+    const std::string primary = options_.task->primary_metric();
+    auto metric = s.test_metrics.find(primary);
+    std::snprintf(rows[0], 64, "%.4f", metric != s.test_metrics.end() ? metric->second : NAN);
     std::snprintf(rows[1], 64, "%.4f", s.test_loss);
     std::snprintf(rows[2], 64, "%lld (%lld steps)", (long long)s.epochs, (long long)s.steps);
     std::snprintf(rows[3], 64, "%.1f s", s.wall_seconds);
     std::snprintf(rows[4], 64, "%.1f", s.images_per_second);
     const std::vector<std::pair<std::string, std::string>> table = {
-        {"test accuracy", rows[0]},  {"test loss", rows[1]},
+        {"test " + primary, rows[0]},  {"test loss", rows[1]},
         {"epochs", rows[2]},         {"wall time", rows[3]},
         {"images/s", rows[4]},       {"device", device_text(options_.device)},
         {"run directory", s.run_dir}};

@@ -1,4 +1,5 @@
-// The Trainer: the epoch/step loop of an image classifier (cross-entropy, accuracy) with an
+// The Trainer: the epoch/step loop of a task (train/task.h: classification, segmentation,
+// enhancement; by default image classification with cross-entropy and accuracy) with an
 // optimizer, an LR schedule applied per step or per epoch, gradient accumulation and clipping,
 // the NaN/inf guard, evaluation, checkpoints (resume ends bit-identical on CPU for the same seed
 // and thread count), progress output and the run directory files (train/run_log.h). Data comes
@@ -6,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -19,12 +21,14 @@
 #include "train/progress.h"
 #include "train/schedule.h"
 #include "train/schedule_basic.h"
+#include "train/task.h"
 
 namespace lumen::train {
 
 class RunLog;
+struct MetricRecord;
 
-// Batches of one split, {inputs (B, ...), labels (B) int64} on the CPU, in an order fixed by
+// Batches of one split, {inputs (B, ...), targets (B, ...), ...} on the CPU (see train/task.h), in an order fixed by
 // the epoch (so a resumed run sees the same batches).
 class BatchSource {
   public:
@@ -49,6 +53,9 @@ struct TrainerOptions {
     bool nan_guard = true;
     ScheduleInterval interval = ScheduleInterval::epoch;
     int64_t eval_every = 1;  // epochs between evaluations (the last epoch always evaluates)
+    // > 0: stop after this many evaluations in a row without a better checkpoint.best_metric
+    // (early stopping; a checkpoint is written at the stop).
+    int64_t early_stopping = 0;
     int64_t checkpoint_every_epochs = 1;
     int64_t checkpoint_every_steps = 0;  // > 0: also every this many updates
     CheckpointPolicy checkpoint;         // keep_last, best_metric ("test_accuracy", ...)
@@ -57,24 +64,26 @@ struct TrainerOptions {
     int64_t log_every = 50;          // updates between step records and plain progress lines
     std::string config_json = "{}";  // echoed to config.json and stored in checkpoints
     std::string title = "lumen";     // the plot's title
-};
-
-struct EvalResult {
-    double loss = 0.0, accuracy = 0.0;
-    int64_t count = 0;
-    double seconds = 0.0;
+    // What the batches mean, the loss and the metrics; null: classification with
+    // cross-entropy (label_smoothing above) and accuracy.
+    std::shared_ptr<const Task> task;
 };
 
 struct TrainSummary {
     double test_accuracy = 0.0, test_loss = 0.0, train_loss = 0.0;
+    std::map<std::string, double> test_metrics;  // the task's metrics of the last evaluation
     int64_t epochs = 0, steps = 0;
     double wall_seconds = 0.0, train_seconds = 0.0, images_per_second = 0.0;
     std::string device, run_dir;
 };
 
-// Loss (mean cross-entropy with `label_smoothing`) and accuracy of a classifier over every
-// batch of `data` (epoch 0's order), in eval mode without gradients; the model is left in eval
-// mode. Throws [evaluate] when the data has no batch.
+// The loss and metrics of `task` over every batch of `data` (epoch 0's order), in eval mode
+// without gradients, predictions made by task.predict (whole, sliding window or slices); the
+// model is left in eval mode. Throws [evaluate] when the data has no batch.
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device);
+
+// evaluate() with the classification task: mean cross-entropy (with `label_smoothing`) and
+// accuracy.
 EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device device,
                                double label_smoothing = 0.0);
 
@@ -99,8 +108,9 @@ class Trainer {
     // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
     // the summary table. Throws [nan_guard] when a step goes non-finite.
     TrainSummary fit();
-    // Loss and accuracy over a split, in eval mode without gradients.
+    // Loss and the task's metrics over a split, in eval mode without gradients.
     EvalResult evaluate(BatchSource& data);
+    const Task& task() const { return *options_.task; }
 
     nn::Module& model() { return *model_; }
     Optimizer& optimizer() { return *optimizer_; }
@@ -111,6 +121,7 @@ class Trainer {
     double train_batch(const std::vector<Tensor>& batch, bool first_micro, bool last_micro);
     void end_epoch(RunLog& log, Progress& progress, bool evaluate_now);
     void save_checkpoint_now(std::optional<double> metric);
+    void update_early_stopping(const MetricRecord& record, Progress& progress);
     void finish(TrainSummary& summary);
     void print_summary_table(const TrainSummary& summary) const;
 
@@ -129,6 +140,10 @@ class Trainer {
     int64_t epoch_seen_ = 0, epoch_correct_ = 0, images_trained_ = 0;
     std::optional<EvalResult> last_eval_;
     int64_t last_eval_step_ = -1;
+    // Early stopping: the best metric so far and the evaluations since it improved.
+    std::optional<double> early_best_;
+    int64_t early_stale_ = 0;
+    bool early_stop_ = false;
 };
 
 }  // namespace lumen::train

@@ -38,3 +38,26 @@ TEST_CASE("the shipped configs resolve, Table 3 values included", "[cli][configs
     CHECK(shipped("dgvit_fmnist.json").get_double("model.ffn_expansion") == 4.0);
     CHECK(shipped("vit_fmnist.json").get_string("model.attn_type") == "mhsa");
 }
+
+TEST_CASE("every paper config resolves and its model options validate", "[cli][configs]") {
+    const fs::path root = fs::path(LUMEN_TEST_DATA) / ".." / ".." / "configs";
+    int64_t count = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+        if (entry.path().extension() != ".json") continue;
+        INFO(entry.path().string());
+        nn::Options c = cli::resolve_training_config(train::RawConfig::read(entry.path().string()));
+        // The model section's keys are the registry's, with types and ranges checked.
+        CHECK_NOTHROW(cli::model_options(c, cli::DataShape{}));
+        CHECK(!c.get_string("description").empty());
+        ++count;
+    }
+    CHECK(count >= 16);
+    // The recipes keep their papers' settings.
+    nn::Options utnet = shipped("utnet/utnet_mnms.json");
+    CHECK(utnet.get_string("schedule.name") == "utnet");
+    CHECK(utnet.get_doubles("loss.class_weights") == std::vector<double>{0.5, 1, 1, 1});
+    nn::Options gdla = shipped("pvt_gdla/pvt_gdla_synapse.json");
+    CHECK(gdla.get_string("loss.name") == "boundary_dou");
+    CHECK(gdla.get_string("eval.protocol") == "transunet");
+    CHECK(gdla.get_double("train.grad_clip") == 1.0);
+}

@@ -15,6 +15,7 @@
 #include "datasets/nifti.h"
 #include "support/gradcheck.h"
 #include "train/cli/data_command.h"
+#include "train/cli/eval_command.h"
 #include "train/cli/train_command.h"
 
 using namespace lumen;

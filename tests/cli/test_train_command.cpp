@@ -13,6 +13,7 @@
 #include "core/safetensors.h"
 #include "support/gradcheck.h"
 #include "support/tiny_config.h"
+#include "train/cli/eval_command.h"
 #include "train/cli/train_command.h"
 
 using namespace lumen;

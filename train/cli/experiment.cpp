@@ -4,6 +4,9 @@
 #include "train/cli/experiment.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include "datasets/fashion_mnist.h"
 #include "models/registry.h"
 #include "train/param_groups.h"
+#include "train/pretrained.h"
 #include "train/schedule_basic.h"
 
 namespace lumen::cli {
@@ -33,7 +37,7 @@ std::vector<Spec> data_specs() {
     return {
         {"data.dataset", std::string("fashion_mnist"), "the dataset or layout",
          Strings{"fashion_mnist", "synthetic", "image_folder", "image_mask", "decathlon",
-                 "npz_slices", "bags", "text_csv"}},
+                 "npz_slices", "npz_pairs", "bags", "text_csv"}},
         {"data.dir", std::string(datasets::kFashionMnistDir),
          "where the data is: the IDX files, or a layout's root folder"},
         {"data.batch_size", int64_t(128), "training batch size", {}, kCount},
@@ -88,13 +92,17 @@ std::vector<Spec> optim_schedule_specs() {
         {"optim.momentum", 0.9, "SGD momentum", {}, kNonNegative},
         {"optim.nesterov", false, "SGD Nesterov momentum"},
         {"optim.no_decay", false, "exempt biases, norm weights and embeddings from decay"},
+        {"optim.lr_mult", std::string(""),
+         "per-module learning-rate multipliers: 'prefix=factor,...' on parameter names, the "
+         "longest matching prefix wins (e.g. 'backbone.=0.1')"},
         {"schedule.name", std::string("cosine"), "LR schedule",
-         Strings{"constant", "step", "exponential", "cosine", "linear_warmup_decay", "one_cycle"}},
+         Strings{"constant", "step", "exponential", "cosine", "linear_warmup_decay", "one_cycle",
+                 "utnet"}},
         {"schedule.interval", std::string("epoch"), "apply per optimizer step or per epoch",
          Strings{"step", "epoch"}},
         {"schedule.warmup",
          int64_t(0),
-         "warm-up length in intervals (cosine, linear)",
+         "warm-up length in intervals (cosine, linear; utnet: epochs, its paper uses 5)",
          {},
          Range::between(0, kMaxSteps)},
         {"schedule.min_lr", 0.0, "cosine: the final learning rate", {}, kNonNegative},
@@ -121,6 +129,15 @@ std::vector<Spec> run_specs() {
          kNonNegative},
         {"model.name", std::string("dgvit"), "a registered model (lumen models)",
          models::model_names()},
+        {"model.init_from", std::string(""), "a safetensors file of pretrained weights"},
+        {"model.init_prefix", std::string(""),
+         "init_from: the model's keys it fills start with this (e.g. 'backbone.')"},
+        {"model.init_source_prefix", std::string(""),
+         "init_from: use the file's keys under this prefix, removed (e.g. 'module.')"},
+        {"model.init_key_map", std::string(""),
+         "init_from: whai362_pvt_v2 (original PVTv2 names to timm's) or a JSON key-map file"},
+        {"model.init_strict", true,
+         "init_from: every key must match (else load what fits and report the rest)"},
         {"train.epochs", int64_t(100), "epochs", {}, kCount},
         {"train.max_steps",
          int64_t(0),
@@ -136,6 +153,11 @@ std::vector<Spec> run_specs() {
         {"train.label_smoothing", 0.0, "cross-entropy label smoothing", {}, kFraction},
         {"train.nan_guard", true, "stop at the first non-finite loss or gradient"},
         {"train.eval_every", int64_t(1), "epochs between test evaluations", {}, kCount},
+        {"train.early_stopping",
+         int64_t(0),
+         "stop after this many evaluations without a better checkpoint.best_metric (0: off)",
+         {},
+         Range::between(0, kMaxCount)},
         {"train.log_every",
          int64_t(50),
          "updates between metric records and progress lines",
@@ -154,8 +176,9 @@ std::vector<Spec> run_specs() {
          {},
          Range::between(0, kMaxSteps)},
         {"checkpoint.keep_last", int64_t(2), "step checkpoints kept", {}, kCount},
-        {"checkpoint.best_metric", std::string("test_accuracy"), "kept as best.safetensors",
-         Strings{"test_accuracy", "test_loss", "none"}},
+        {"checkpoint.best_metric", std::string("auto"),
+         "kept as best.safetensors: auto (the task's: test_accuracy, test_mean_dice, "
+         "test_psnr), none, or any test_<metric> of the task"},
         {"output.runs_dir", std::string("runs"), "parent folder of the run directories"},
         {"output.progress", std::string("auto"), "bar on a terminal, else lines",
          Strings{"auto", "bar", "lines", "none"}},
@@ -166,7 +189,8 @@ std::vector<Spec> run_specs() {
 
 std::vector<nn::OptionSpec> trainer_option_specs() {
     std::vector<Spec> specs = run_specs();
-    for (auto more : {data_specs(), layout_option_specs(), optim_schedule_specs()})
+    for (auto more :
+         {data_specs(), layout_option_specs(), task_option_specs(), optim_schedule_specs()})
         specs.insert(specs.end(), more.begin(), more.end());
     return specs;
 }
@@ -201,6 +225,12 @@ nn::Options resolve_training_config(const train::RawConfig& raw) {
                 "characters, at most 200 characters): the run directory is "
                 "<output.runs_dir>/<name>; got '",
                 name.substr(0, 200), "'");
+    const std::string best = config.get_string("checkpoint.best_metric");
+    LUMEN_CHECK(best == "auto" || best == "none" || best.rfind("test_", 0) == 0, "config",
+                raw.source_of("checkpoint.best_metric"),
+                ": checkpoint.best_metric must be auto, none or test_<metric> (test_loss, "
+                "test_accuracy, test_mean_dice, test_dice_<class>, test_psnr, ...), got '",
+                best, "'");
     return config;
 }
 
@@ -240,35 +270,166 @@ void check_model_fits(const nn::Options& config, const std::string& name,
 
 }  // namespace
 
-std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataShape& data,
-                                        bool training) {
+nn::Options model_options(const nn::Options& config, const DataShape& data) {
     const std::string name = config.get_string("model.name");
-    nn::Options overrides = config.section("model", name);
     nn::Options chosen(name);
-    for (const auto& [key, value] : overrides.values())
-        if (key != "name") chosen.set(key, value);
+    const nn::Options section = config.section("model", name);
+    for (const auto& [key, value] : section.values())
+        if (key != "name" && key.rfind("init_", 0) != 0) chosen.set(key, value);
     nn::Options options = models::model_options(name, chosen);
-    models::ModelInput input = models::find_model(name).input(options);
-    const std::string dataset = config.get_string("data.dataset");
-    auto mismatch = [&](const char* what, const std::string& data_value, const char* key,
-                        const std::string& model_value) {
-        LUMEN_FAIL("config", "the data (", dataset, ") has ", what, " ", data_value,
-                   " but the model (", name, ") expects ", model_value, " (model.", key, ")");
-    };
-    if (input.in_chans != data.channels)
-        mismatch("channels", std::to_string(data.channels), "in_chans",
-                 std::to_string(input.in_chans));
-    if (input.img_size != data.img_size)
-        mismatch("image size", nn::format_option(data.img_size), "img_size",
-                 nn::format_option(input.img_size));
-    if (input.num_classes != data.num_classes)
-        mismatch("classes", std::to_string(data.num_classes), "num_classes",
-                 std::to_string(input.num_classes));
-    check_model_fits(config, name, options, training);
-    return with_config_keys("model.*", [&] { return models::build_model(name, options); });
+    // A text model's vocabulary comes from the data unless the config gives one.
+    if (options.has("vocab_size") && options.get_int("vocab_size") == 0 && data.vocab_size > 0)
+        options.set("vocab_size", data.vocab_size);
+    return options;
 }
 
 namespace {
+
+// Throws [config] when the model cannot take the data or give what the task needs, naming the
+// data's side and the model's key.
+void check_model_fits_data(const nn::Options& config, const DataShape& data,
+                           const models::ModelInput& input) {
+    const std::string name = config.get_string("model.name");
+    auto mismatch = [&](const std::string& what, const std::string& data_value,
+                        const std::string& key, const std::string& model_value) {
+        LUMEN_FAIL("config", "the data (", data.dataset, ") has ", what, " ", data_value,
+                   " but the model (", name, ") expects ", model_value, " (model.", key, ")");
+    };
+    auto kind_text = [](const std::string& kind) {
+        return kind == "bag" ? std::string("feature bags")
+               : kind == "tokens" ? std::string("token sequences")
+                                  : std::string("images or volumes");
+    };
+    LUMEN_CHECK(input.kind == data.kind, "config", "the data (", data.dataset, ") gives ",
+                kind_text(data.kind), " but the model (", name, ") takes ",
+                kind_text(input.kind));
+    const std::string task = task_kind(config, data);
+    const bool dense = task != "classification";
+    LUMEN_CHECK((input.output == "dense") == dense, "config", "the ", task, " task (",
+                data.dataset, ") needs ",
+                dense ? "a dense output map per example" : "one prediction per example",
+                " but the model (", name, ") gives ",
+                input.output == "dense" ? "a dense map" : "class logits",
+                input.output == "dense" ? " (choose a classification head: model.decoder linear)"
+                                        : " (choose a dense head, e.g. model.decoder)");
+    if (data.kind == "bag" && input.feature_dim != data.feature_dim)
+        mismatch("instance features of size", std::to_string(data.feature_dim), "feat_dim",
+                 std::to_string(input.feature_dim));
+    if (data.kind == "tokens") {
+        LUMEN_CHECK(input.vocab_size >= data.vocab_size, "config", "the data (", data.dataset,
+                    ") has a vocabulary of ", data.vocab_size, " tokens but the model (", name,
+                    ") embeds ", input.vocab_size, " (model.vocab_size; 0 takes the data's)");
+        if (input.max_len < data.max_length)
+            mismatch("sequences up to", std::to_string(data.max_length) + " tokens (data.max_length)",
+                     "max_len", std::to_string(input.max_len));
+    }
+    if (data.kind == "image") {
+        if (input.in_chans != data.channels)
+            mismatch("channels", std::to_string(data.channels), input.chans_key,
+                     std::to_string(input.in_chans));
+        const int64_t dims = int64_t(data.img_size.size());
+        if (dims != input.spatial_dims)
+            LUMEN_FAIL("config", "the data (", data.dataset, ") trains on ", dims,
+                       "-D examples of size ", nn::format_option(data.img_size), " but the model (",
+                       name, ") is ", input.spatial_dims, "-D",
+                       dims == 3 ? " (train a 2-D model on slices: the npz_slices layout)" : "");
+        if (!input.img_size.empty() && input.img_size != data.img_size)
+            mismatch("training examples of size", nn::format_option(data.img_size),
+                     input.size_key, nn::format_option(input.img_size) +
+                                         " (set data.patch_size or data.image_size to it)");
+        for (int64_t size : data.img_size)
+            if (size % input.size_multiple != 0)
+                mismatch("training examples of size", nn::format_option(data.img_size),
+                         "name", "sizes divisible by " + std::to_string(input.size_multiple) +
+                                     " (set data.patch_size or data.image_size)");
+    }
+    if (task == "enhancement" && input.num_classes != data.channels)
+        mismatch("targets with channels", std::to_string(data.channels), input.classes_key,
+                 std::to_string(input.num_classes) + " output channels");
+    if (task != "enhancement" && data.num_classes > 0 && input.num_classes != data.num_classes)
+        mismatch("classes", std::to_string(data.num_classes), input.classes_key,
+                 std::to_string(input.num_classes));
+}
+
+}  // namespace
+
+std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataShape& data,
+                                        bool training, std::ostream* log) {
+    const std::string name = config.get_string("model.name");
+    nn::Options options = model_options(config, data);
+    check_model_fits_data(config, data, models::find_model(name).input(options));
+    check_model_fits(config, name, options, training);
+    std::shared_ptr<nn::Module> model =
+        with_config_keys("model.*", [&] { return models::build_model(name, options); });
+    if (const std::string& path = config.get_string("model.init_from"); !path.empty()) {
+        train::InitFromOptions o{.path = path,
+                                 .source_prefix = config.get_string("model.init_source_prefix"),
+                                 .target_prefix = config.get_string("model.init_prefix"),
+                                 .key_map = config.get_string("model.init_key_map"),
+                                 .strict = config.get_bool("model.init_strict")};
+        train::InitReport report = with_config_keys(
+            "model.init_from, model.init_*", [&] { return train::init_from(*model, o); });
+        if (log) *log << train::format_init_report(report, o) << "\n";
+    }
+    return model;
+}
+
+namespace {
+
+// optim.lr_mult "prefix=factor,...": each group split by the longest prefix of its parameters'
+// names, the parts scaled (train::ParamGroup::lr_scale).
+std::vector<train::ParamGroup> with_lr_multipliers(const nn::Options& config,
+                                                   const nn::Module& model,
+                                                   std::vector<train::ParamGroup> groups) {
+    const std::string text = config.get_string("optim.lr_mult");
+    if (text.empty()) return groups;
+    std::vector<std::pair<std::string, double>> rules;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) {
+        const size_t eq = item.find('=');
+        LUMEN_CHECK(eq != std::string::npos && eq > 0, "config",
+                    "optim.lr_mult needs 'prefix=factor' items separated by ',', got '", item,
+                    "'");
+        const std::string number = item.substr(eq + 1);
+        char* end = nullptr;
+        const double factor = std::strtod(number.c_str(), &end);
+        LUMEN_CHECK(!number.empty() && end == number.c_str() + number.size() &&
+                        std::isfinite(factor) && factor >= 0,
+                    "config", "optim.lr_mult: '", number,
+                    "' is not a finite number >= 0 (in '", item, "')");
+        rules.emplace_back(item.substr(0, eq), factor);
+    }
+    std::map<const void*, std::string> names;
+    for (const auto& [name, tensor] : model.named_parameters()) names[tensor.impl().get()] = name;
+    std::vector<int64_t> used(rules.size());
+    auto factor_of = [&](const Tensor& t) {
+        const std::string& name = names[t.impl().get()];
+        size_t best = rules.size();
+        for (size_t r = 0; r < rules.size(); ++r)
+            if (name.rfind(rules[r].first, 0) == 0 &&
+                (best == rules.size() || rules[r].first.size() > rules[best].first.size()))
+                best = r;
+        if (best == rules.size()) return 1.0;
+        ++used[best];
+        return rules[best].second;
+    };
+    std::vector<train::ParamGroup> scaled;
+    for (const train::ParamGroup& group : groups) {
+        std::map<double, train::ParamGroup> parts;
+        for (const Tensor& p : group.params) {
+            const double factor = factor_of(p);
+            auto it = parts.try_emplace(factor, train::ParamGroup{{}, group.lr * factor,
+                                                                  group.weight_decay, factor})
+                          .first;
+            it->second.params.push_back(p);
+        }
+        for (auto& [factor, part] : parts) scaled.push_back(std::move(part));
+    }
+    for (size_t r = 0; r < rules.size(); ++r)
+        LUMEN_CHECK(used[r] > 0, "config", "optim.lr_mult: no parameter name starts with '",
+                    rules[r].first, "'");
+    return scaled;
+}
 
 std::unique_ptr<train::Optimizer> make_optimizer(const nn::Options& config, nn::Module& model) {
     const double lr = config.get_double("optim.lr"),
@@ -278,6 +439,7 @@ std::unique_ptr<train::Optimizer> make_optimizer(const nn::Options& config, nn::
         groups = train::weight_decay_groups(model, lr, decay);
     else
         groups = {{model.parameters(), lr, decay}};
+    groups = with_lr_multipliers(config, model, std::move(groups));
     const std::string name = config.get_string("optim.name");
     if (name == "sgd") {
         train::SGDOptions o{.momentum = config.get_double("optim.momentum"),
@@ -307,6 +469,11 @@ std::shared_ptr<train::LRSchedule> make_schedule(const nn::Options& config,
         return std::make_shared<train::ExponentialLR>(lr, config.get_double("schedule.gamma"));
     if (name == "linear_warmup_decay")
         return std::make_shared<train::LinearWarmupDecayLR>(lr, warmup, total);
+    if (name == "utnet") {
+        LUMEN_CHECK(!per_step, "config",
+                    "schedule.name utnet is set once per epoch: schedule.interval must be epoch");
+        return std::make_shared<train::ExpWarmupPolyLR>(lr, warmup, total);
+    }
     if (name == "one_cycle")
         return std::make_shared<train::OneCycleLR>(
             train::OneCycleOptions{.max_lr = lr,

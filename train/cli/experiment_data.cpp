@@ -100,8 +100,13 @@ std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split
     return with_config_keys("data.*", [&] { return std::make_shared<LoaderSource>(data, o); });
 }
 
-DataShape shape_of(const Split& split) {
-    return {split.images.size(1), {split.images.size(2), split.images.size(3)}, 10};
+DataShape shape_of(const nn::Options& config, const Split& split) {
+    DataShape shape;
+    shape.dataset = config.get_string("data.dataset");
+    shape.channels = split.images.size(1);
+    shape.img_size = shape.eval_size = {split.images.size(2), split.images.size(3)};
+    shape.num_classes = 10;
+    return shape;
 }
 
 // The first `subset` examples (0: all).
@@ -114,17 +119,26 @@ std::shared_ptr<const datasets::Dataset> first_n(std::shared_ptr<const datasets:
 }
 
 // A split of a layout as a BatchSource: cached, cut to the subset keys, with the joint
-// transforms (the random ones for training only).
+// transforms (the random ones for training only). Token sequences are padded to the batch's
+// longest with <pad> (0); 3-D evaluation examples (volumes of differing sizes) come one by one.
 std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
                                                   const datasets::LayoutData& layout,
                                                   const std::string& split, bool train) {
     auto data = cached(config, layout.split(split).dataset);
     data = first_n(data, config.get_int(train ? "data.train_subset" : "data.test_subset"));
-    datasets::DataLoaderOptions o{
-        .batch_size = config.get_int(train ? "data.batch_size" : "data.eval_batch_size"),
-        .shuffle = train,
-        .seed = uint64_t(config.get_int("seed")),
-        .num_workers = config.get_int("data.num_workers")};
+    int64_t batch = config.get_int(train ? "data.batch_size" : "data.eval_batch_size");
+    if (!train && data->size() > 0 && data->get(0)[0].ndim() == 4) batch = 1;
+    // sfree_vit's bag tokenizer has no padding mask (the paper's WSI batch is 1).
+    LUMEN_CHECK(layout.layout != "bags" || !train || batch == 1, "config",
+                "data.batch_size must be 1 for feature bags (slides hold different numbers of "
+                "instances and the bag models take no padding mask), got ",
+                batch);
+    if (layout.layout == "bags") batch = 1;
+    datasets::DataLoaderOptions o{.batch_size = batch,
+                                  .shuffle = train,
+                                  .seed = uint64_t(config.get_int("seed")),
+                                  .num_workers = config.get_int("data.num_workers")};
+    if (layout.layout == "text_csv") o.collate = datasets::Collate::pad;
     if (train) {
         std::vector<datasets::TransformPtr> transforms = random_transforms(config);
         if (!transforms.empty()) o.transform = std::make_shared<datasets::Compose>(transforms);
@@ -133,45 +147,71 @@ std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
     return with_config_keys("data.*", [&] { return std::make_shared<LoaderSource>(data, o); });
 }
 
-// What `lumen train` can do with a layout today: classify images (image_folder).
-void check_trainable(const datasets::LayoutData& layout) {
-    LUMEN_CHECK(layout.layout == "image_folder", "config", "data.dataset '", layout.layout,
-                "' gives ",
-                layout.layout == "bags"       ? "feature bags"
-                : layout.layout == "text_csv" ? "token sequences"
-                                              : "segmentation examples (image and label map)",
-                ", but lumen train trains image classifiers only so far (image_folder, "
-                "fashion_mnist, synthetic); 'lumen data CONFIG' reads and augments it");
+// The first example of a layout's split through the split's pipeline.
+datasets::Example first_example(const nn::Options& config, const datasets::LayoutData& layout,
+                                const std::string& split, bool train) {
+    datasets::Example example = layout.split(split).dataset->get(0);
+    if (layout.spatial_dims == 0) return example;
+    datasets::SampleTransformPtr pipeline =
+        build_sample_pipeline(config, layout.spatial_dims, train);
+    if (!pipeline) return example;
+    Generator generator(uint64_t(config.get_int("seed")));
+    return datasets::example_of((*pipeline)(datasets::sample_of(example), generator), example);
 }
 
-// The test split of a layout: "test", or "val" when there is none.
-std::string eval_split(const datasets::LayoutData& layout) {
-    return layout.has_split("test") ? "test" : "val";
-}
-
-DataShape layout_shape(const datasets::LayoutData& layout) {
-    Tensor first = layout.split("train").dataset->get(0)[0];
-    return {first.size(0), {first.size(1), first.size(2)}, layout.num_classes};
+std::vector<int64_t> spatial_size(const Tensor& image) {
+    std::vector<int64_t> size;
+    for (int64_t d = 1; d < image.ndim(); ++d) size.push_back(image.size(d));
+    return size;
 }
 
 }  // namespace
 
+std::string eval_split(const datasets::LayoutData& layout) {
+    return layout.has_split("test") ? "test" : "val";
+}
+
+DataShape layout_shape(const nn::Options& config, const datasets::LayoutData& layout,
+                       const std::string& eval) {
+    DataShape shape;
+    const std::string& name = layout.layout;
+    shape.dataset = name;
+    shape.task = name == "image_mask" || name == "decathlon" || name == "npz_slices"
+                     ? "segmentation"
+                 : name == "npz_pairs" ? "enhancement"
+                                       : "classification";
+    shape.kind = name == "bags" ? "bag" : name == "text_csv" ? "tokens" : "image";
+    shape.channels = layout.channels;
+    shape.num_classes = layout.num_classes;
+    shape.class_names = layout.class_names;
+    shape.feature_dim = layout.feature_dim;
+    if (layout.vocabulary) {
+        shape.vocab_size = layout.vocabulary->size();
+        shape.max_length = config.get_int("data.max_length");
+    }
+    if (shape.kind == "image") {
+        shape.img_size = spatial_size(first_example(config, layout, "train", true)[0]);
+        shape.eval_size = spatial_size(first_example(config, layout, eval, false)[0]);
+    }
+    return shape;
+}
+
 DataSplits build_data(const nn::Options& config) {
     if (is_layout(config.get_string("data.dataset"))) {
         datasets::LayoutData layout = load_config_layout(config);
-        check_trainable(layout);
         const std::string test = eval_split(layout);
         DataSplits splits;
-        splits.shape = layout_shape(layout);
+        splits.shape = layout_shape(config, layout, test);
         splits.train = layout_source(config, layout, "train", true);
         splits.test = layout_source(config, layout, test, false);
         splits.train_examples = splits.train->num_examples();
         splits.test_examples = splits.test->num_examples();
+        splits.test_cases = layout.split(test).cases;
         return splits;
     }
     Split train = load_split(config, true), test = load_split(config, false);
     DataSplits splits;
-    splits.shape = shape_of(train);
+    splits.shape = shape_of(config, train);
     splits.train_examples = train.labels.numel();
     splits.test_examples = test.labels.numel();
     splits.train = make_source(config, train, true);
@@ -180,18 +220,19 @@ DataSplits build_data(const nn::Options& config) {
 }
 
 std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
-                                                    const std::string& split, DataShape* shape) {
+                                                    const std::string& split, DataShape* shape,
+                                                    std::vector<datasets::CaseInfo>* cases) {
     LUMEN_CHECK(split == "train" || split == "test", "lumen",
                 "--split must be train or test, got '", split, "'");
     if (is_layout(config.get_string("data.dataset"))) {
         datasets::LayoutData layout = load_config_layout(config);
-        check_trainable(layout);
-        if (shape) *shape = layout_shape(layout);
-        return layout_source(config, layout, split == "train" ? "train" : eval_split(layout),
-                             false);
+        const std::string name = split == "train" ? "train" : eval_split(layout);
+        if (shape) *shape = layout_shape(config, layout, name);
+        if (cases) *cases = layout.split(name).cases;
+        return layout_source(config, layout, name, false);
     }
     Split data = load_split(config, split == "train");
-    if (shape) *shape = shape_of(data);
+    if (shape) *shape = shape_of(config, data);
     return make_source(config, data, false);
 }
 

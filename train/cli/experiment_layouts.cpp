@@ -2,9 +2,11 @@
 // read them, the joint transform pipeline built from the augmentation keys, and the splits as
 // BatchSources for `lumen train` (image_folder) and `lumen data`.
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.h"
 #include "datasets/cache.h"
+#include "datasets/demo.h"
 #include "datasets/intensity.h"
 #include "datasets/loader.h"
 #include "datasets/spatial.h"
@@ -25,6 +27,14 @@ const Range kFraction = Range::between(0, 1);
 
 std::vector<nn::OptionSpec> layout_option_specs() {
     return {
+        {"data.make_demo", std::string(""),
+         "when data.dir does not exist, write this demo dataset there first (lumen make-demo: "
+         "shapes2d, organs3d, fmnist_denoise, bags, text)",
+         [] {
+             std::vector<std::string> names = datasets::demo_names();
+             names.insert(names.begin(), "");
+             return names;
+         }()},
         {"data.manifest", std::string(""),
          "image_mask: a CSV of image, mask[, split]; bags: the labels CSV (default "
          "<dir>/labels.csv)"},
@@ -134,7 +144,19 @@ bool is_layout(const std::string& dataset) {
     return std::find(names.begin(), names.end(), dataset) != names.end();
 }
 
-datasets::LayoutData load_config_layout(const nn::Options& config) {
+void ensure_demo_data(const nn::Options& config, std::ostream& out) {
+    const std::string& name = config.get_string("data.make_demo");
+    const std::string& dir = config.get_string("data.dir");
+    if (name.empty() || std::filesystem::exists(dir)) return;
+    out << "data.dir " << dir << " does not exist: writing the " << name
+        << " demo dataset there (data.make_demo)\n";
+    with_config_keys("data.make_demo, data.dir", [&] {
+        datasets::make_demo(name, dir, uint64_t(config.get_int("seed")), out);
+        return 0;
+    });
+}
+
+datasets::LayoutOptions layout_options(const nn::Options& config) {
     datasets::LayoutOptions o;
     o.layout = config.get_string("data.dataset");
     o.root = config.get_string("data.dir");
@@ -150,6 +172,11 @@ datasets::LayoutData load_config_layout(const nn::Options& config) {
     o.max_vocab = config.get_int("data.max_vocab");
     o.min_count = config.get_int("data.min_count");
     o.lowercase = config.get_bool("data.lowercase");
+    return o;
+}
+
+datasets::LayoutData load_config_layout(const nn::Options& config) {
+    datasets::LayoutOptions o = layout_options(config);
     return with_config_keys("data.*", [&] { return datasets::load_layout(o); });
 }
 

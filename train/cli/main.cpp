@@ -16,6 +16,7 @@
 #include "train/cli/check_vectors.h"
 #include "train/cli/convert_command.h"
 #include "train/cli/data_command.h"
+#include "train/cli/eval_command.h"
 #include "train/cli/models_command.h"
 #include "train/cli/train_command.h"
 
@@ -36,7 +37,11 @@ constexpr const char* kUsage =
     "                 train a model; writes runs/<name>/ (config.json, metrics.jsonl,\n"
     "                 plot.svg, summary.json, checkpoints/, model.safetensors)\n"
     "  eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] [--threads N]\n"
-    "                 evaluate a run's latest checkpoint (or a checkpoint file)\n"
+    "                 evaluate a run's latest checkpoint (or a checkpoint file): the task's\n"
+    "                 metrics, and per case in RUN_DIR/eval_<split>.csv\n"
+    "  predict RUN_DIR|CHECKPOINT INPUT... --out DIR [--device cpu|cuda] [--threads N]\n"
+    "                 predict files with a run's best checkpoint: PNG or NIfTI maps,\n"
+    "                 or class probabilities in DIR/predictions.csv\n"
     "  convert IN OUT [--keep-dtype]\n"
     "                 convert between NIfTI (.nii, .nii.gz), NumPy (.npy, .npz) and\n"
     "                 safetensors (see 'lumen convert --help')\n"
@@ -119,6 +124,7 @@ int run(const std::vector<std::string>& args) {
     if (command == "info") return run_info(rest);
     if (command == "train") return lumen::cli::run_train_command(rest, std::cout);
     if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
+    if (command == "predict") return lumen::cli::run_predict_command(rest, std::cout);
     if (command == "convert") return lumen::cli::run_convert_command(rest, std::cout);
     if (command == "data") return lumen::cli::run_data_command(rest, std::cout);
     if (command == "inspect") return lumen::cli::run_inspect_command(rest, std::cout);

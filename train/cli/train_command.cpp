@@ -20,16 +20,6 @@ namespace lumen::cli {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-struct Arguments {
-    std::vector<std::string> positional;
-    std::vector<std::string> sets;
-    std::optional<std::string> resume, device, threads, split;
-    bool help = false;
-};
-
-// Flags take their value as the next argument or after '='.
 Arguments parse_arguments(const std::vector<std::string>& args, const std::string& command,
                           const std::vector<std::string>& flags) {
     Arguments a;
@@ -55,18 +45,18 @@ Arguments parse_arguments(const std::vector<std::string>& args, const std::strin
         if (flag == "--device") a.device = value;
         if (flag == "--threads") a.threads = value;
         if (flag == "--split") a.split = value;
+        if (flag == "--out") a.out = value;
+        if (flag == "--checkpoint") a.checkpoint = value;
     }
     return a;
 }
 
-// --device and --threads override the config's train.device and train.threads.
 void apply_flags(const Arguments& a, train::RawConfig& raw) {
     for (const std::string& set : a.sets) raw.set(set);
     if (a.device) raw.set("train.device", *a.device, "--device");
     if (a.threads) raw.assign("train.threads=" + *a.threads, "--threads");
 }
 
-// Threads and device from a resolved config; throws [lumen] for CUDA without a device.
 Device setup_runtime(const nn::Options& config) {
     if (int64_t threads = config.get_int("train.threads"); threads > 0)
         set_num_threads(int(threads));
@@ -76,6 +66,8 @@ Device setup_runtime(const nn::Options& config) {
                 cuda_built() ? "yes" : "no", ")");
     return device;
 }
+
+namespace {
 
 // <runs_dir>/<name>, or the first of <name>-2, <name>-3, ... that does not exist.
 std::string fresh_run_dir(const nn::Options& config) {
@@ -87,7 +79,8 @@ std::string fresh_run_dir(const nn::Options& config) {
     }
 }
 
-// The newest valid checkpoint of a run; each damaged newer one is named in a warning.
+}  // namespace
+
 std::string latest_checkpoint(const std::string& run_dir, std::ostream& out) {
     std::vector<std::string> skipped;
     std::string path = train::CheckpointManager::latest(run_dir + "/checkpoints", &skipped);
@@ -99,13 +92,14 @@ std::string latest_checkpoint(const std::string& run_dir, std::ostream& out) {
     return path;
 }
 
-}  // namespace
-
 namespace {
 
 train::TrainerOptions trainer_options(const nn::Options& config, const std::string& run_dir,
-                                      Device device) {
-    const std::string best = config.get_string("checkpoint.best_metric");
+                                      Device device, std::shared_ptr<const train::Task> task) {
+    const std::string best = best_metric(config, *task);
+    // Losses, distances and errors are better low.
+    const bool lower = best.find("loss") != std::string::npos ||
+                       best.find("hd95") != std::string::npos || best == "test_mse";
     return {.run_dir = run_dir,
             .epochs = config.get_int("train.epochs"),
             .max_steps = config.get_int("train.max_steps"),
@@ -115,17 +109,19 @@ train::TrainerOptions trainer_options(const nn::Options& config, const std::stri
             .nan_guard = config.get_bool("train.nan_guard"),
             .interval = train::parse_schedule_interval(config.get_string("schedule.interval")),
             .eval_every = config.get_int("train.eval_every"),
+            .early_stopping = config.get_int("train.early_stopping"),
             .checkpoint_every_epochs = config.get_int("checkpoint.every_epochs"),
             .checkpoint_every_steps = config.get_int("checkpoint.every_steps"),
             .checkpoint = {.keep_last = config.get_int("checkpoint.keep_last"),
-                           .best_metric = best == "none" ? "" : best,
-                           .higher_is_better = best != "test_loss"},
+                           .best_metric = best,
+                           .higher_is_better = !lower},
             .device = device,
             .progress = train::parse_progress_mode(config.get_string("output.progress"),
                                                    isatty(fileno(stdout)) != 0),
             .log_every = config.get_int("train.log_every"),
             .config_json = train::config_to_json(config),
-            .title = config.get_string("name") + " (" + config.get_string("model.name") + ")"};
+            .title = config.get_string("name") + " (" + config.get_string("model.name") + ")",
+            .task = std::move(task)};
 }
 
 constexpr const char* kTrainUsage =
@@ -156,15 +152,18 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     nn::Options config = resolve_training_config(raw);
     Device device = setup_runtime(config);
     manual_seed(uint64_t(config.get_int("seed")));
+    ensure_demo_data(config, out);
     DataSplits data = build_data(config);
-    std::shared_ptr<nn::Module> model = build_model(config, data.shape);
+    std::shared_ptr<train::Task> task = build_task(config, data.shape);
+    std::shared_ptr<nn::Module> model = build_model(config, data.shape, true, &out);
     model->to(device);
     std::unique_ptr<train::Optimizer> optimizer = build_optimizer(config, *model);
     const int64_t k = config.get_int("train.accumulate");
     auto schedule =
         build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
     const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
-    train::Trainer trainer(trainer_options(config, run_dir, device), model, std::move(optimizer),
+    train::Trainer trainer(trainer_options(config, run_dir, device, task), model,
+                           std::move(optimizer),
                            schedule, data.train, data.test, out);
     if (a.resume) trainer.resume(checkpoint);
     const bool created = !fs::exists(run_dir);
@@ -176,39 +175,6 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
         if (created && trainer.step() == 0) fs::remove_all(run_dir, error);
         throw;
     }
-    return 0;
-}
-
-int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
-    Arguments a = parse_arguments(args, "eval", {"--split", "--device", "--threads"});
-    if (a.help) {
-        out << "usage: lumen eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] "
-               "[--threads N]\n";
-        return 0;
-    }
-    LUMEN_CHECK(a.positional.size() == 1, "lumen", "eval takes one RUN_DIR or CHECKPOINT, got ",
-                a.positional.size());
-    const std::string& target = a.positional[0];
-    LUMEN_CHECK(fs::exists(target), "lumen", "eval: ", target, " does not exist");
-    const std::string path = fs::is_directory(target) ? latest_checkpoint(target, out) : target;
-    train::CheckpointState state = train::read_checkpoint_state(path);
-    train::RawConfig raw = train::RawConfig::parse(state.config_json, path);
-    apply_flags(a, raw);
-    nn::Options config = resolve_training_config(raw);
-    Device device = setup_runtime(config);
-    DataShape shape;
-    auto data = build_eval_data(config, a.split.value_or("test"), &shape);
-    std::shared_ptr<nn::Module> model = build_model(config, shape, false);
-    train::load_checkpoint_weights(path, *model);
-    model->to(device);
-    train::EvalResult r = train::evaluate_classifier(*model, *data, device,
-                                                     config.get_double("train.label_smoothing"));
-    char line[256];
-    std::snprintf(line, sizeof(line), "%s split: %lld images, accuracy %.4f, loss %.4f (%.1f s)",
-                  a.split.value_or("test").c_str(), (long long)r.count, r.accuracy, r.loss,
-                  r.seconds);
-    out << "checkpoint " << path << " (epoch " << state.epoch << ", step " << state.step << ")\n"
-        << line << "\n";
     return 0;
 }
 

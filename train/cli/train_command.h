@@ -1,10 +1,16 @@
-// `lumen train` and `lumen eval`: argument parsing and the run setup around train::Trainer
-// (config, seed, threads, device, run directory, resume).
+// `lumen train`: argument parsing and the run setup around train::Trainer (config, seed,
+// threads, device, run directory, resume), and the pieces `lumen eval` and `lumen predict`
+// (eval_command.h) share with it.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "core/device.h"
+#include "nn/options.h"
+#include "train/config.h"
 
 namespace lumen::cli {
 
@@ -16,9 +22,23 @@ namespace lumen::cli {
 // Throws lumen::Error for bad arguments, configs or data.
 int run_train_command(const std::vector<std::string>& args, std::ostream& out);
 
-// lumen eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] [--threads N]
-// Evaluates the latest checkpoint of a run (or the given checkpoint file) with the config
-// stored in it and prints accuracy and loss.
-int run_eval_command(const std::vector<std::string>& args, std::ostream& out);
+// ---- what `lumen train`, `lumen eval` and `lumen predict` share ----
+
+struct Arguments {
+    std::vector<std::string> positional;
+    std::vector<std::string> sets;
+    std::optional<std::string> resume, device, threads, split, out, checkpoint;
+    bool help = false;
+};
+// Flags take their value as the next argument or after '='; throws [lumen] for a flag not in
+// `flags` or without a value.
+Arguments parse_arguments(const std::vector<std::string>& args, const std::string& command,
+                          const std::vector<std::string>& flags);
+// --set, --device and --threads override the config's keys.
+void apply_flags(const Arguments& a, train::RawConfig& raw);
+// Threads and device from a resolved config; throws [lumen] for CUDA without a device.
+Device setup_runtime(const nn::Options& config);
+// The newest valid checkpoint of a run; each damaged newer one is named in a warning on `out`.
+std::string latest_checkpoint(const std::string& run_dir, std::ostream& out);
 
 }  // namespace lumen::cli
