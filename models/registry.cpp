@@ -48,7 +48,21 @@ std::vector<nn::OptionSpec> vit_common_options() {
         {"drop", 0.05, "dropout on embeddings, attention projection and FFN", {}, rate},
         {"attn_drop", 0.0, "dropout on the attention map", {}, rate},
         {"drop_path", 0.0, "stochastic depth of every block", {}, rate},
+        {"pool",
+         std::string("auto"),
+         "cls (class token) or mean (token mean, no class token); auto: mean for the variants "
+         "where a class token has no place (gdla, hyena, mamba, swin_window, utnet), else cls",
+         {"auto", "cls", "mean"}},
     };
+}
+
+// pool "auto": the token mean for the variants where a class token has no place, else the
+// class token.
+std::string resolved_pool(const std::string& pool, const std::string& attn_type) {
+    const auto& grid_only = vit_mean_pool_attention();
+    const bool needs_grid =
+        std::find(grid_only.begin(), grid_only.end(), attn_type) != grid_only.end();
+    return pool != "auto" ? pool : needs_grid ? "mean" : "cls";
 }
 
 ViTConfig sized(ViTConfig config, const nn::Options& o) {
@@ -64,6 +78,11 @@ ViTConfig sized(ViTConfig config, const nn::Options& o) {
     config.block.attn_drop = o.get_double("attn_drop");
     config.block.drop_path = o.get_double("drop_path");
     return config;
+}
+
+// pool "auto" resolved once the attention variant is known.
+void set_pool(ViTConfig& config, const nn::Options& o) {
+    config.pool = resolved_pool(o.get_string("pool"), config.block.attn_type);
 }
 
 ModelInput vit_input(const nn::Options& o) {
@@ -90,6 +109,8 @@ double attention_maps(const std::string& type) {
 double attention_parameters(const std::string& type, double d) {
     if (type == "mamba") return 2.2 * d * d + 8 * d;
     if (type == "hyena") return 4 * d * d + 40 * d + 210000;
+    // GDLA: q, k, v, out, the gate, the differential lambdas and the local mixer.
+    if (type == "gdla") return 22.8 * d * d;
     return 4 * d * d + 4 * d;
 }
 
@@ -103,16 +124,20 @@ models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, b
     const double d = double(o.get_int("embed_dim")), depth = double(o.get_int("depth"));
     const double p = double(o.get_int("patch_size")), heads = double(o.get_int("num_heads"));
     const double classes = double(o.get_int("num_classes")), chans = double(o.get_int("in_chans"));
-    const double tokens = 1 + std::floor(double(img[0]) / p) * std::floor(double(img[1]) / p);
+    const double prefix = resolved_pool(o.get_string("pool"), attn_type) == "cls" ? 1 : 0;
+    const double tokens = prefix + std::floor(double(img[0]) / p) * std::floor(double(img[1]) / p);
     const double hidden = swiglu ? std::floor(ratio * d / 2) : std::floor(ratio * d);
     const double mlp = swiglu ? 3 * hidden * d + 2 * hidden + d : 2 * hidden * d + hidden + d;
     const double attention = attention_parameters(attn_type, d);
     const double block = attention + mlp + 4 * d;
     models::ModelCost cost;
-    cost.parameters =
-        depth * block + chans * p * p * d + d + d + tokens * d + 2 * d + d * classes + classes;
+    cost.parameters = depth * block + chans * p * p * d + d + prefix * d + tokens * d + 2 * d +
+                      d * classes + classes;
     const double maps = attention_maps(attn_type) * heads * tokens * tokens;
-    const double per_block = tokens * (8 * d + (swiglu ? 5 : 3) * hidden) + 1.5 * maps;
+    // The local mixers keep about 16 more token-width tensors (gdla's gate and convolution,
+    // swin_window's padded, rolled and windowed copies).
+    const double mixer = attn_type == "gdla" || attn_type == "swin_window" ? 16 * d : 0;
+    const double per_block = tokens * (8 * d + mixer + (swiglu ? 5 : 3) * hidden) + 1.5 * maps;
     cost.activation_bytes = 4 * (depth * per_block + 4 * tokens * d + chans * img[0] * img[1]);
     return cost;
 }
@@ -126,6 +151,7 @@ ModelEntry vit_entry() {
         ViTConfig config = sized(vit_config(), o);
         config.block.mlp_ratio = o.get_double("mlp_ratio");
         config.block.attn_type = o.get_string("attn_type");
+        set_pool(config, o);
         return std::make_shared<ViT>(config);
     };
     auto cost = [](const nn::Options& o) {
@@ -158,6 +184,7 @@ ModelEntry dgvit_entry() {
         config.block.ffn_dropouts = int(o.get_int("ffn_dropouts"));
         config.block.attn_options = {{"lambda_init", o.get_double("lambda_init")},
                                      {"q_residual", o.get_bool("q_residual") ? 1.0 : 0.0}};
+        set_pool(config, o);
         return std::make_shared<ViT>(config);
     };
     auto cost = [](const nn::Options& o) {

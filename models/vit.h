@@ -27,10 +27,29 @@ struct ViTConfig {
     // Every block (block i gets layer_index i); block.norm_eps is also the final norm's eps.
     nn::BlockOptions block = nn::vit_block_options();
     double pos_drop = 0.0;  // dropout on the embedded tokens
+    // "cls": a class token, the head reads it (timm's default); "mean": no class token, the
+    // head reads the mean of the patch tokens (timm's class_token=False, global_pool="avg").
+    // The variants of vit_mean_pool_attention() need "mean".
+    std::string pool = "cls";
 
-    // Throws [<name>] for a non-positive size or an image not divisible into patches.
+    // Throws [<name>] for a non-positive size, an image not divisible into patches, an
+    // attn_type outside vit_attention_types(), an unknown pool, or pool "cls" with a variant of
+    // vit_mean_pool_attention() (naming attn_type, pool and the reason).
     void validate() const;
 };
+
+// The attention variants (block.attn_type) a ViT takes: every registered one
+// (nn::attention_names(), variants registered at run time included), with pool "mean" for
+// those of vit_mean_pool_attention(). pvt_sra takes the class token itself (its prefix tokens
+// join the reduced keys unpooled).
+std::vector<std::string> vit_attention_types();
+
+// The variants that cannot take a class token, so a ViT with one of them needs pool "mean":
+// gdla and utnet (convolutions on the token map: local mixing, the q/k/v projections),
+// swin_window (windows and relative positions on the grid; Swin classifies by the token mean
+// instead of a class token), hyena and mamba (causal along the tokens: a class token in front
+// would never see the patches; spec context uses the token mean for them).
+const std::vector<std::string>& vit_mean_pool_attention();
 
 // Seed 004's ViT baseline (Table 3): D 256, depth 8, 8 heads, patch 4, GELU MLP ratio 4,
 // dropout `drop` on the embeddings, the attention projection and the MLP (6.35M parameters
@@ -46,7 +65,12 @@ ViTConfig dgvit_config(int64_t num_classes = 10, std::vector<int64_t> img_size =
 
 // img (B, C, H, W) -> patch_embed.proj (Conv2d p x p, stride p) -> (B, Np, D) row-major
 // patches -> cat(cls_token, patches) + pos_embed -> pos_drop -> blocks.0..depth-1 -> norm ->
-// head(x[:, 0]) -> logits (B, num_classes).
+// head(x[:, 0]) -> logits (B, num_classes); with pool "mean" no cls_token, pos_embed
+// (1, Np, D) and head(mean of x over the tokens). The blocks get AttentionContext{grid (H/p,
+// W/p), prefix_tokens 1 (cls) or 0 (mean)}. With attn_type "utnet" and no reduce_size in
+// block.attn_options, the blocks use the largest r <= 8 (the variant's default) that divides
+// both grid sides: UTNet's relative position bias needs it (a 28 x 28 image in patches of 4
+// is a 7 x 7 grid).
 // Parameters: patch_embed.proj.{weight, bias}, cls_token (1, 1, D), pos_embed (1, 1+Np, D),
 // blocks.i.*, norm.*, head.{weight, bias}. Init (timm): every Linear weight trunc_normal(0.02)
 // with zero bias, pos_embed trunc_normal(0.02), cls_token N(0, 1e-6), norms (1, 0), the patch
@@ -56,7 +80,7 @@ class ViT : public nn::Module {
   public:
     explicit ViT(const ViTConfig& config);
     Tensor forward(const Tensor& img) override;
-    // The normalised tokens (B, 1 + Np, D) before the head.
+    // The normalised tokens (B, 1 + Np, D) before the head ((B, Np, D) with pool "mean").
     Tensor forward_features(const Tensor& img);
     const ViTConfig& config() const { return config_; }
 

@@ -172,14 +172,19 @@ Options Options::section(const std::string& prefix, const std::string& owner) co
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+    // Rows i - 2, i - 1 and i of the distance table.
+    std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
     for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
     for (size_t i = 1; i <= a.size(); ++i) {
         current[0] = i;
         for (size_t j = 1; j <= b.size(); ++j) {
             size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
             current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
+            // Two neighbours swapped ("dgvti" for "dgvit") cost one edit.
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                current[j] = std::min(current[j], before[j - 2] + 1);
         }
+        std::swap(before, previous);
         std::swap(previous, current);
     }
     return previous[b.size()];

@@ -87,7 +87,9 @@ class Options {
     std::map<std::string, OptionValue> values_;
 };
 
-// Levenshtein distance (insertions, deletions, substitutions, each cost 1).
+// Edit distance with insertions, deletions, substitutions and swaps of two neighbouring
+// characters, each cost 1 (the optimal string alignment distance: Levenshtein plus typos like
+// "dgvti" for "dgvit").
 size_t edit_distance(const std::string& a, const std::string& b);
 // The candidate closest to `name` by edit distance when it is close enough to be a likely typo
 // (distance <= max(2, |name| / 3)), else "". Ties go to the first candidate.

@@ -64,7 +64,10 @@ std::vector<std::string> split_terms(const std::string& names) {
 }  // namespace
 
 LossSum::LossSum(const std::string& kind, const LossSpec& spec) : spec_(spec) {
-    terms_ = split_terms(spec.names);
+    terms_ = split_terms(!spec.names.empty()      ? spec.names
+                         : kind == "segmentation" ? "dice_ce"
+                         : kind == "enhancement"  ? "mse"
+                                                  : "cross_entropy");
     const std::vector<std::string> allowed = loss_term_names(kind);
     LUMEN_CHECK(!terms_.empty(), "task", "the loss names no term (allowed for ", kind, ": ",
                 joined(allowed), ")");
@@ -72,8 +75,8 @@ LossSum::LossSum(const std::string& kind, const LossSpec& spec) : spec_(spec) {
         if (std::find(allowed.begin(), allowed.end(), term) != allowed.end()) continue;
         std::string guess = nn::closest_match(term, allowed);
         LUMEN_FAIL("task", "unknown ", kind, " loss '", term, "'",
-                   guess.empty() ? "" : "; did you mean '" + guess + "'?", " (allowed: ",
-                   joined(allowed), ", joined by '+')");
+                   guess.empty() ? "" : "; did you mean '" + guess + "'?",
+                   " (allowed: ", joined(allowed), ", joined by '+')");
     }
     weights_ = spec.weights.empty() ? std::vector<double>(terms_.size(), 1.0) : spec.weights;
     LUMEN_CHECK(weights_.size() == terms_.size(), "task", "the loss '", spec.names, "' has ",
@@ -96,9 +99,9 @@ Tensor LossSum::term(const std::string& name, const Tensor& output, const Tensor
     Tensor t = class_target(target);
     Tensor weight;
     if (!spec_.class_weights.empty()) {
-        LUMEN_CHECK(int64_t(spec_.class_weights.size()) == output.size(1), "task",
-                    "the loss has ", spec_.class_weights.size(), " class weights but the model ",
-                    output.size(1), " classes");
+        LUMEN_CHECK(int64_t(spec_.class_weights.size()) == output.size(1), "task", "the loss has ",
+                    spec_.class_weights.size(), " class weights but the model ", output.size(1),
+                    " classes");
         weight = from_vector(spec_.class_weights, {int64_t(spec_.class_weights.size())})
                      .to(output.dtype())
                      .to(output.device());
@@ -162,12 +165,11 @@ class ClassificationTaskMeter : public TaskMeter {
         const int64_t* lp = labels.data_ptr<int64_t>();
         for (int64_t i = 0; i < labels.size(0); ++i) {
             labels_.push_back(lp[i]);
-            probabilities_.insert(probabilities_.end(), pp + i * classes_,
-                                  pp + (i + 1) * classes_);
+            probabilities_.insert(probabilities_.end(), pp + i * classes_, pp + (i + 1) * classes_);
         }
         if (options_.top_k > 0 && options_.top_k <= classes_)
-            top_k_correct_ += top_k_accuracy(output, labels, options_.top_k) *
-                              double(labels.size(0));
+            top_k_correct_ +=
+                top_k_accuracy(output, labels, options_.top_k) * double(labels.size(0));
     }
 
     void finish(EvalResult& r) const override {
@@ -241,7 +243,8 @@ class ClassificationTaskMeter : public TaskMeter {
 
 class ClassificationTask : public Task {
   public:
-    explicit ClassificationTask(const TaskOptions& o) : options_(o), loss_("classification", o.loss) {
+    explicit ClassificationTask(const TaskOptions& o)
+        : options_(o), loss_("classification", o.loss) {
         inference = o.inference;
     }
     std::string kind() const override { return "classification"; }

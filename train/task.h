@@ -94,10 +94,10 @@ Tensor class_target(const Tensor& target);
 // utnet (UTNet's class-weighted CE + adaptive Dice), boundary_dou. Enhancement terms: mse, l1,
 // charbonnier, gaussian_deriv3d. Classification: cross_entropy.
 struct LossSpec {
-    std::string names = "cross_entropy";  // terms joined by '+'
-    std::vector<double> weights;          // one per term (empty: 1 each)
-    std::vector<double> class_weights;    // cross_entropy / utnet: one per class (empty: none)
-    double label_smoothing = 0.0;         // cross_entropy
+    std::string names;  // terms joined by '+' (empty: cross_entropy, dice_ce or mse by task)
+    std::vector<double> weights;        // one per term (empty: 1 each)
+    std::vector<double> class_weights;  // cross_entropy / utnet: one per class (empty: none)
+    double label_smoothing = 0.0;       // cross_entropy
     // Deep supervision: the weight of each of the model's outputs in forward_outputs' order
     // (UTNet: y, out3, out2, out1 -> {1, 0.4, 0.2, 0.1}; PVT-GDLA: x4, x3, x2, x1 -> {1, 1, 1,
     // 1}); empty: the main output (the first) with weight 1. Extra outputs get weight 0.

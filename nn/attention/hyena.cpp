@@ -112,7 +112,7 @@ std::string HyenaFilter::extra_repr() const {
 }
 
 HyenaOperator::HyenaOperator(int64_t d_model_, int64_t l_max_, int64_t filter_order,
-                             int64_t num_heads_, int64_t short_filter_order_)
+                             int64_t num_heads_, int64_t short_filter_order_, double proj_p)
     : Attention("HyenaOperator"),
       d_model(d_model_),
       num_heads(num_heads_),
@@ -130,6 +130,7 @@ HyenaOperator::HyenaOperator(int64_t d_model_, int64_t l_max_, int64_t filter_or
         make<Conv1d>(3 * d_model, 3 * d_model, std::vector<int64_t>{short_filter_order},
                      ConvOptions{.padding = {short_filter_order - 1}, .groups = 3 * d_model}));
     filter_fn = register_module("filter_fn", make<HyenaFilter>(head_dim, filter_order, l_max));
+    if (proj_p > 0) proj_drop = register_module("proj_drop", make<Dropout>(proj_p));
 }
 
 Tensor HyenaOperator::forward(const Tensor& u, const AttentionContext& context) {
@@ -147,7 +148,8 @@ Tensor HyenaOperator::forward(const Tensor& u, const AttentionContext& context) 
     Tensor x1 = heads.narrow(2, 0, hd), x2 = heads.narrow(2, hd, hd);
     Tensor v = mul(heads.narrow(2, 2 * hd, hd), x1);
     Tensor y = mul(fftconv(v, filter_fn->forward(length), filter_fn->bias), x2);  // (B, H, hd, L)
-    return out_proj->forward(y.reshape({batch, d_model, length}).transpose(1, 2));
+    Tensor out = out_proj->forward(y.reshape({batch, d_model, length}).transpose(1, 2));
+    return proj_drop ? proj_drop->forward(out) : out;
 }
 
 std::string HyenaOperator::extra_repr() const {
@@ -163,12 +165,11 @@ std::shared_ptr<Attention> make_hyena_attention(const AttentionConfig& config) {
     LUMEN_CHECK(config.head_dim < 0 || config.head_dim == config.dim / config.num_heads, "hyena",
                 "head_dim must be dim / num_heads = ", config.dim / config.num_heads, ", got ",
                 config.head_dim);
-    LUMEN_CHECK(config.attn_drop == 0.0 && config.proj_drop == 0.0, "hyena",
-                "has no dropout, got attn_drop ", config.attn_drop, ", proj_drop ",
-                config.proj_drop);
+    LUMEN_CHECK(config.attn_drop == 0.0, "hyena",
+                "has no attention map to drop: attn_drop must be 0, got ", config.attn_drop);
     return make<HyenaOperator>(config.dim, int64_t(config.option("l_max", 66000)),
                                int64_t(config.option("filter_order", 64)), config.num_heads,
-                               int64_t(config.option("short_filter_order", 5)));
+                               int64_t(config.option("short_filter_order", 5)), config.proj_drop);
 }
 
 }  // namespace lumen::nn

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/activation.h"
 #include "nn/attention/attention.h"
 #include "nn/conv.h"
 #include "nn/linear.h"
@@ -92,26 +93,29 @@ class HyenaFilter : public Module {
 // + bias, filter_fn.* (HyenaFilter of width hd); buffers filter_fn.pos_emb.t,
 // filter_fn.modulation.deltas. Time O(B D L log L + L order^2), memory O(B D L).
 // The context's grid and prefix tokens are ignored (the sequence is causal anyway); a key
-// padding mask is rejected. Throws [HyenaOperator] for D not divisible by H, a wrong input
-// shape or L > l_max.
+// padding mask is rejected. `proj_drop` > 0 adds dropout on the output (child proj_drop, as
+// the attention variants' output dropout; the reference has none, so it is absent at 0).
+// Throws [HyenaOperator] for D not divisible by H, a wrong input shape or L > l_max.
 class HyenaOperator : public Attention {
   public:
     HyenaOperator(int64_t d_model, int64_t l_max = 66000, int64_t filter_order = 64,
-                  int64_t num_heads = 1, int64_t short_filter_order = 5);
+                  int64_t num_heads = 1, int64_t short_filter_order = 5, double proj_drop = 0.0);
     using Attention::forward;
     Tensor forward(const Tensor& u, const AttentionContext& context) override;
     std::string extra_repr() const override;
 
     std::shared_ptr<Linear> in_proj, out_proj;
     std::shared_ptr<Conv1d> short_filter;
+    std::shared_ptr<Dropout> proj_drop;  // null for proj_drop 0
     std::shared_ptr<HyenaFilter> filter_fn;
     int64_t d_model, num_heads, head_dim, l_max, short_filter_order;
 };
 
 // Registry factory for "hyena": dim, num_heads (head_dim must be -1 or dim / num_heads);
 // options l_max (66000), filter_order (64), short_filter_order (5). qkv_bias is ignored (the
-// projections always have biases). Throws [hyena] for an unknown option, a head_dim other than
-// dim / num_heads or a non-zero dropout (Hyena has none).
+// projections always have biases); proj_drop is the output dropout. Throws [hyena] for an
+// unknown option, a head_dim other than dim / num_heads or a non-zero attn_drop (there is no
+// attention map to drop).
 std::shared_ptr<Attention> make_hyena_attention(const AttentionConfig& config);
 
 }  // namespace lumen::nn

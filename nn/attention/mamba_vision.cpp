@@ -37,7 +37,7 @@ void init_dt_proj(Linear& dt_proj, int64_t dt_rank) {
 }  // namespace
 
 MambaVisionMixer::MambaVisionMixer(int64_t d_model_, int64_t d_state_, int64_t d_conv_,
-                                   int64_t expand, std::optional<int64_t> rank)
+                                   int64_t expand, std::optional<int64_t> rank, double proj_p)
     : Attention("MambaVisionMixer"),
       d_model(d_model_),
       d_state(d_state_),
@@ -64,6 +64,7 @@ MambaVisionMixer::MambaVisionMixer(int64_t d_model_, int64_t d_state_, int64_t d
         register_module("conv1d_x", make<Conv1d>(half, half, std::vector{d_conv}, depthwise));
     conv1d_z =
         register_module("conv1d_z", make<Conv1d>(half, half, std::vector{d_conv}, depthwise));
+    if (proj_p > 0) proj_drop = register_module("proj_drop", make<Dropout>(proj_p));
 }
 
 Tensor MambaVisionMixer::forward(const Tensor& u, const AttentionContext& context) {
@@ -83,7 +84,8 @@ Tensor MambaVisionMixer::forward(const Tensor& u, const AttentionContext& contex
     Tensor cm = x_dbl.narrow(2, dt_rank + d_state, d_state).transpose(1, 2);
     Tensor delta = dt_proj->forward(dt).transpose(1, 2);  // (B, e, L), bias included once
     Tensor y = selective_scan(x, delta, neg(exp(A_log)), bm, cm, D, Tensor(), dt_proj->bias, true);
-    return out_proj->forward(cat({y, z}, 1).transpose(1, 2));
+    Tensor out = out_proj->forward(cat({y, z}, 1).transpose(1, 2));
+    return proj_drop ? proj_drop->forward(out) : out;
 }
 
 std::string MambaVisionMixer::extra_repr() const {
@@ -94,15 +96,14 @@ std::string MambaVisionMixer::extra_repr() const {
 
 std::shared_ptr<Attention> make_mamba_attention(const AttentionConfig& config) {
     check_attention_options(config, {"d_state", "d_conv", "expand", "dt_rank"}, "mamba");
-    LUMEN_CHECK(config.attn_drop == 0.0 && config.proj_drop == 0.0, "mamba",
-                "has no dropout, got attn_drop ", config.attn_drop, ", proj_drop ",
-                config.proj_drop);
+    LUMEN_CHECK(config.attn_drop == 0.0, "mamba",
+                "has no attention map to drop: attn_drop must be 0, got ", config.attn_drop);
     std::optional<int64_t> rank;
     double dt_rank = config.option("dt_rank", -1.0);
     if (dt_rank > 0) rank = int64_t(dt_rank);
     return make<MambaVisionMixer>(config.dim, int64_t(config.option("d_state", 8)),
                                   int64_t(config.option("d_conv", 3)),
-                                  int64_t(config.option("expand", 1)), rank);
+                                  int64_t(config.option("expand", 1)), rank, config.proj_drop);
 }
 
 MambaVisionBlock::MambaVisionBlock(int64_t dim_, double mlp_ratio,

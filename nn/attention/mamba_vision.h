@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "nn/activation.h"
 #include "nn/attention/attention.h"
 #include "nn/conv.h"
 #include "nn/linear.h"
@@ -29,25 +30,29 @@ namespace lumen::nn {
 // conv1d_x.weight, conv1d_z.weight (e, 1, d_conv). Init: Mamba's (dt_proj U(+-R^-0.5), bias the
 // inverse softplus of dt ~ logU[1e-3, 0.1] floored at 1e-4; A_log[., n] = ln(n + 1); D = 1),
 // PyTorch defaults elsewhere. Time and memory O(B L d (d + N)). The context's grid is ignored;
-// a key padding mask or causal = true is rejected (the convs look both ways). Throws
-// [MambaVisionMixer] for an odd d_inner, non-positive sizes or a wrong input shape.
+// a key padding mask or causal = true is rejected (the convs look both ways). `proj_drop` > 0
+// adds dropout on the output (child proj_drop, as the attention variants' output dropout; the
+// reference has none, so it is absent at 0). Throws [MambaVisionMixer] for an odd d_inner,
+// non-positive sizes or a wrong input shape.
 class MambaVisionMixer : public Attention {
   public:
     MambaVisionMixer(int64_t d_model, int64_t d_state = 8, int64_t d_conv = 3, int64_t expand = 1,
-                     std::optional<int64_t> dt_rank = std::nullopt);
+                     std::optional<int64_t> dt_rank = std::nullopt, double proj_drop = 0.0);
     using Attention::forward;
     Tensor forward(const Tensor& u, const AttentionContext& context) override;
     std::string extra_repr() const override;
 
     std::shared_ptr<Linear> in_proj, x_proj, dt_proj, out_proj;
     std::shared_ptr<Conv1d> conv1d_x, conv1d_z;
+    std::shared_ptr<Dropout> proj_drop;  // null for proj_drop 0
     Tensor A_log, D;
     int64_t d_model, d_state, d_conv, d_inner, dt_rank;
 };
 
 // Registry factory for "mamba": dim; options d_state (8), d_conv (3), expand (1), dt_rank
-// (ceil(dim / 16)). num_heads, head_dim and qkv_bias are ignored (the mixer has no heads).
-// Throws [mamba] for an unknown option or a non-zero dropout.
+// (ceil(dim / 16)); proj_drop is the output dropout. num_heads, head_dim and qkv_bias are
+// ignored (the mixer has no heads). Throws [mamba] for an unknown option or a non-zero
+// attn_drop (there is no attention map to drop).
 std::shared_ptr<Attention> make_mamba_attention(const AttentionConfig& config);
 
 // NVlabs MambaVision `Block` with the mixer:

@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/pool.h"
+#include "ops/shape.h"
 
 namespace lumen::nn::pvt {
 
@@ -51,24 +52,29 @@ SRAttention::SRAttention(int64_t dim_, int64_t num_heads_, int64_t sr_ratio_, bo
     if (sr) norm = register_module("norm", make<LayerNorm>(Shape{dim}, 1e-5));
 }
 
-Tensor SRAttention::reduce(const Tensor& x, int64_t height, int64_t width) {
-    if (!sr) return x;
-    Tensor map = tokens_to_map(x, height, width);
+Tensor SRAttention::reduce(const Tensor& x, int64_t height, int64_t width, int64_t prefix_tokens) {
+    if (!sr) return x;  // every token is a key, the prefix ones included
+    Tensor map = tokens_to_map(x.narrow(1, prefix_tokens, height * width), height, width);
+    Tensor reduced;
     if (linear) {
         Tensor pooled = sr->forward(adaptive_avg_pool2d(map, {kPooledSide, kPooledSide}));
-        return gelu(norm->forward(map_to_tokens(pooled)));
+        reduced = gelu(norm->forward(map_to_tokens(pooled)));
+    } else {
+        reduced = norm->forward(map_to_tokens(sr->forward(map)));
     }
-    return norm->forward(map_to_tokens(sr->forward(map)));
+    if (prefix_tokens == 0) return reduced;
+    return cat({x.narrow(1, 0, prefix_tokens), reduced}, 1);
 }
 
-Tensor SRAttention::forward(const Tensor& x, int64_t height, int64_t width) {
-    LUMEN_CHECK(x.ndim() == 3 && x.size(2) == dim && x.size(1) == height * width, kName,
-                "expects x (B, H*W, ", dim, ") with H = ", height, ", W = ", width, ", got shape ",
-                x.shape());
+Tensor SRAttention::forward(const Tensor& x, int64_t height, int64_t width, int64_t prefix_tokens) {
+    LUMEN_CHECK(height > 0 && width > 0 && prefix_tokens >= 0 && x.ndim() == 3 &&
+                    x.size(2) == dim && x.size(1) == prefix_tokens + height * width,
+                kName, "expects x (B, P + H*W, ", dim, ") with P = ", prefix_tokens,
+                ", H = ", height, ", W = ", width, ", got shape ", x.shape());
     LUMEN_CHECK(linear || sr_ratio == 1 || (height >= sr_ratio && width >= sr_ratio), kName, "the ",
                 height, "x", width, " grid is smaller than sr_ratio ", sr_ratio);
     int64_t batch = x.size(0), n = x.size(1);
-    Tensor src = reduce(x, height, width);
+    Tensor src = reduce(x, height, width, prefix_tokens);
     int64_t m = src.size(1);
     // Strided head views, read in place by the batched GEMMs: q (B, nh, N, Hd); kv channel
     // c = which * C + head * Hd + i with which 0 = k, 1 = v.
@@ -82,12 +88,11 @@ Tensor SRAttention::forward(const Tensor& x, int64_t height, int64_t width) {
 }
 
 Tensor SRAttention::forward(const Tensor& x, const AttentionContext& context) {
-    LUMEN_CHECK(context.grid.size() == 2 && context.prefix_tokens == 0, kName,
-                "needs a 2-D token grid {H, W} and no prefix tokens, got grid of ",
-                context.grid.size(), " dims and ", context.prefix_tokens, " prefix tokens");
+    LUMEN_CHECK(context.grid.size() == 2, kName, "needs a 2-D token grid {H, W}, got grid ",
+                context.grid);
     LUMEN_CHECK(!context.key_padding_mask.defined() && !context.causal, kName,
                 "cannot mask keys: they are pooled from the map, not tokens");
-    return forward(x, context.grid[0], context.grid[1]);
+    return forward(x, context.grid[0], context.grid[1], context.prefix_tokens);
 }
 
 std::string SRAttention::extra_repr() const {

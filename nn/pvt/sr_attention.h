@@ -36,7 +36,11 @@ int64_t reduced_tokens(int64_t height, int64_t width, int64_t sr_ratio, bool lin
 // bias (C)}, norm.{weight, bias} (C) when sr_ratio > 1 or linear. With `linear` the sr_ratio is
 // ignored (timm builds the pooled branch only). Cost O(B N M C) for the attention with
 // M = reduced_tokens(...) keys, plus O(B N C^2) projections: never an N x N tensor.
-// Shapes: x (B, N, C) with N = H * W, H and W from context.grid (prefix_tokens 0) -> (B, N, C).
+// Prefix tokens (a class token; context.prefix_tokens P, first in x) are queries like the
+// others and join the keys and values unreduced, src = cat(prefix tokens, reduced grid): they
+// have no place on the map to pool. With sr_ratio 1 that is plain attention over all tokens,
+// where PVT v1 keeps its class token (last stage).
+// Shapes: x (B, N, C) with N = P + H * W, H and W from context.grid -> (B, N, C).
 // Throws [SRAttention] for a wrong shape, a missing or mismatched grid, a key padding mask or
 // causal masking (the keys are pooled, not tokens), or sr_ratio larger than the grid.
 class SRAttention : public Attention {
@@ -45,8 +49,8 @@ class SRAttention : public Attention {
                 bool qkv_bias = true, double attn_drop = 0.0, double proj_drop = 0.0);
     using Attention::forward;
     Tensor forward(const Tensor& x, const AttentionContext& context) override;
-    // The same on an explicit grid.
-    Tensor forward(const Tensor& x, int64_t height, int64_t width);
+    // The same on an explicit grid after `prefix_tokens` tokens.
+    Tensor forward(const Tensor& x, int64_t height, int64_t width, int64_t prefix_tokens = 0);
     std::string extra_repr() const override;
 
     std::shared_ptr<Linear> q, kv, proj;
@@ -57,8 +61,8 @@ class SRAttention : public Attention {
     bool linear;
 
   private:
-    // The K/V source tokens (B, M, C) of x (B, H*W, C).
-    Tensor reduce(const Tensor& x, int64_t height, int64_t width);
+    // The K/V source tokens (B, P + M, C) of x (B, P + H*W, C).
+    Tensor reduce(const Tensor& x, int64_t height, int64_t width, int64_t prefix_tokens);
 };
 
 // Registry factory for "pvt_sra": dim, num_heads (head_dim must be -1 or dim / num_heads),

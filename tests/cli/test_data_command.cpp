@@ -245,7 +245,8 @@ TEST_CASE("layout configs refuse what cannot work, naming the keys", "[cli][layo
                              {"output", {{"runs_dir", dir.file("runs")}}}};
     const std::string path = write_json(dir, "c.json", config);
     require_error([&] { cli::run_train_command({path}, out); },
-                  {"[config]", "decathlon", "segmentation examples", "lumen data"});
+                  {"[config]", "segmentation task (decathlon)", "dense output map",
+                   "model (dgvit) gives class logits"});
     require_error(
         [&] {
             cli::run_data_command({path, "--set", "data.window=[1]"}, out);

@@ -75,11 +75,11 @@ TEST_CASE("lumen train writes the run directory and lumen eval reads it back", "
     char expected[64];
     std::snprintf(expected, sizeof(expected), "accuracy %.4f",
                   summary["test_accuracy"].get<double>());
-    CHECK(eval.str().find("test split: 64 images") != std::string::npos);
+    CHECK(eval.str().find("test split: 64 examples") != std::string::npos);
     CHECK(eval.str().find(expected) != std::string::npos);
     std::ostringstream train_split;
     cli::run_eval_command({run + "/checkpoints/best.safetensors", "--split", "train"}, train_split);
-    CHECK(train_split.str().find("train split: 128 images") != std::string::npos);
+    CHECK(train_split.str().find("train split: 128 examples") != std::string::npos);
 
     // A second run with the same name goes to tiny-2.
     std::ostringstream again;
@@ -136,7 +136,7 @@ TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch
         [&] {
             cli::run_train_command(args({config, "--set", "model.img_size=[32,32]"}, dir), out);
         },
-        {"image size [28, 28]", "expects [32, 32]", "model.img_size"});
+        {"training examples of size [28, 28]", "expects [32, 32]", "model.img_size"});
     require_error(
         [&] {
             cli::run_train_command(args({config, "--set", "model.num_classes=5"}, dir), out);
@@ -146,7 +146,8 @@ TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch
         [&] {
             cli::run_train_command(args({config, "--set", "model.name=vitt"}, dir), out);
         },
-        {"'model.name' must be one of dgvit, vit", "did you mean \"vit\"?"});
+        {"'model.name' must be one of context_swin, context_vit, dgt, dgvit",
+         "did you mean \"vit\"?"});
     require_error(
         [&] {
             cli::run_train_command({config, "--sett", "a=1"}, out);

@@ -32,7 +32,7 @@ def run(cmd, cwd):
 
 def check_predictions(lumen, cwd, run_dir, config, out):
     data = config["data"]
-    layout, root = data["dataset"], os.path.join(cwd, data["dir"])
+    layout, root = data["dataset"], os.path.join(cwd, data.get("dir", ""))
     if layout == "image_mask":
         inputs = sorted(glob.glob(os.path.join(root, "test", "images", "*.png")))[:2]
     elif layout == "decathlon":

@@ -1,4 +1,4 @@
-// The conformance runner (train/cli/check_vectors.h) on vectors written here: a passing op,
+// The conformance runner (conformance/check_vectors.h) on vectors written here: a passing op,
 // wrong outputs and gradients, parameters, an unknown module, bad config and broken files.
 #include <filesystem>
 #include <fstream>
@@ -7,10 +7,10 @@
 
 #include <unistd.h>
 
+#include "conformance/check_vectors.h"
+#include "conformance/op_vectors.h"
 #include "core/safetensors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
-#include "train/cli/op_vectors.h"
 
 namespace fs = std::filesystem;
 using namespace lumen;

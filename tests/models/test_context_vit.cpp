@@ -100,9 +100,11 @@ TEST_CASE("context ViT models: shapes in 2-D and 3-D with both heads", "[models]
     module_gradcheck(pooled, random_input({2, 1, 1, 8, 12}, 2));
     require_error(
         [&] {
-            pooled.forward(ones({2, 1, 8, 12}));
+            pooled.forward(ones({2, 1, 9, 12}));
         },
-        {"[ContextViTModel]", "[2, 1, 8, 12]"});
+        {"[ContextViTModel]", "[2, 1, 9, 12]"});
+    // A 2-D model also takes (B, C, H, W) and answers without the T axis.
+    CHECK(pooled.forward(random_input({2, 1, 8, 12}, 3)).shape() == Shape{2, 2});
     require_error([] { ContextViTModel(tiny("upernet", "attn", 1, 4)); },
                   {"[ContextViTModel]", "upernet"});
 }

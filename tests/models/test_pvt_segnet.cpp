@@ -2,10 +2,10 @@
 // shapes and key names for every decoder, the 1 -> 3 channel repeat checked against a 3-channel
 // model, deep supervision not changing x1, config and input errors, float64 gradients of tiny
 // networks, a deep-supervised BDoU step, and the network vectors (on CUDA too, with a GPU).
+#include "conformance/check_vectors.h"
 #include "models/pvt_segnet.h"
 #include "ops/interpolate.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 #include "train/loss.h"
 #include "train/loss_seg.h"
 

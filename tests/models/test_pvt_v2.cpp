@@ -4,9 +4,9 @@
 // CUDA too when a GPU is present).
 #include <cmath>
 
+#include "conformance/check_vectors.h"
 #include "models/pvt_v2.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;

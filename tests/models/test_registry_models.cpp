@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "models/registry.h"
+#include "nn/attention/attention.h"
 #include "ops/loss.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
@@ -19,7 +20,8 @@ namespace {
 // model takes any size).
 Tensor input_for(const models::ModelInput& in, const std::vector<int64_t>& size) {
     if (in.kind == "tokens") return randint(1, std::max<int64_t>(2, in.vocab_size), {2, 7});
-    if (in.kind == "bag") return testing::random_input({2, 5, in.feature_dim}, 3).to(DType::float32);
+    if (in.kind == "bag")
+        return testing::random_input({2, 5, in.feature_dim}, 3).to(DType::float32);
     Shape shape{2, in.in_chans};
     for (int64_t s : in.img_size.empty() ? size : in.img_size) shape.push_back(s);
     return testing::random_input(shape, 4).to(DType::float32);
@@ -88,31 +90,39 @@ TEST_CASE("the registry lists every architecture of the five papers", "[registry
 
 TEST_CASE("pvt_segnet: every decoder, with and without deep supervision", "[registry]") {
     for (const char* decoder : {"gdla", "sa", "la", "da"})
-        one_step("pvt_segnet", opts({{"decoder", std::string(decoder)},
-                                     {"encoder", std::string("b0")},
-                                     {"in_chs", int64_t(3)},
-                                     {"n_classes", int64_t(3)}}),
+        one_step("pvt_segnet",
+                 opts({{"decoder", std::string(decoder)},
+                       {"encoder", std::string("b0")},
+                       {"in_chs", int64_t(3)},
+                       {"n_classes", int64_t(3)}}),
                  {64, 64});
-    one_step("pvt_segnet", opts({{"encoder", std::string("b0")}, {"deepsupervision", false},
-                                 {"in_chs", int64_t(1)}}),
-             {32, 64});
+    one_step(
+        "pvt_segnet",
+        opts({{"encoder", std::string("b0")}, {"deepsupervision", false}, {"in_chs", int64_t(1)}}),
+        {32, 64});
     // The paper's model (Synapse, gdla, b2, deep supervision): spec gdla 5.
-    CHECK(models::build_model("pvt_segnet", models::model_options("pvt_segnet"))
-              ->num_parameters() == 32134607);
+    CHECK(
+        models::build_model("pvt_segnet", models::model_options("pvt_segnet"))->num_parameters() ==
+        32134607);
 }
 
 TEST_CASE("utnet: relative positions, projections and deep supervision", "[registry]") {
-    one_step("utnet", opts({{"base_chan", int64_t(8)}, {"reduce_size", int64_t(4)},
-                            {"block_list", std::string("34")}, {"num_blocks", std::vector<int64_t>{1, 1}},
-                            {"num_heads", std::vector<int64_t>{2, 2, 2, 2, 2}}}),
+    one_step("utnet",
+             opts({{"base_chan", int64_t(8)},
+                   {"reduce_size", int64_t(4)},
+                   {"block_list", std::string("34")},
+                   {"num_blocks", std::vector<int64_t>{1, 1}},
+                   {"num_heads", std::vector<int64_t>{2, 2, 2, 2, 2}}}),
              {64, 64});
-    one_step("utnet", opts({{"base_chan", int64_t(8)}, {"reduce_size", int64_t(2)},
-                            {"block_list", std::string("234")},
-                            {"num_blocks", std::vector<int64_t>{1, 1, 1}},
-                            {"num_heads", std::vector<int64_t>{2, 2, 2, 2, 2}},
-                            {"projection", std::string("maxpool")},
-                            {"rel_pos_type", std::string("embedding")},
-                            {"aux_loss", false}}),
+    one_step("utnet",
+             opts({{"base_chan", int64_t(8)},
+                   {"reduce_size", int64_t(2)},
+                   {"block_list", std::string("234")},
+                   {"num_blocks", std::vector<int64_t>{1, 1, 1}},
+                   {"num_heads", std::vector<int64_t>{2, 2, 2, 2, 2}},
+                   {"projection", std::string("maxpool")},
+                   {"rel_pos_type", std::string("embedding")},
+                   {"aux_loss", false}}),
              {32, 32});
     // The official training model (spec sfree_utnet 3.10): 10,020,304 parameters.
     CHECK(models::build_model("utnet", models::model_options("utnet"))->num_parameters() ==
@@ -121,9 +131,12 @@ TEST_CASE("utnet: relative positions, projections and deep supervision", "[regis
 
 TEST_CASE("sfree_vit: 2-D, 3-D and bags with each attention", "[registry]") {
     for (const char* attn : {"softmax", "seqnorm", "sima"}) {
-        nn::Options small = opts({{"attn", std::string(attn)}, {"dim", int64_t(32)},
-                                  {"depth", int64_t(1)}, {"heads", int64_t(2)},
-                                  {"dim_head", int64_t(8)}, {"mlp_dim", int64_t(32)}});
+        nn::Options small = opts({{"attn", std::string(attn)},
+                                  {"dim", int64_t(32)},
+                                  {"depth", int64_t(1)},
+                                  {"heads", int64_t(2)},
+                                  {"dim_head", int64_t(8)},
+                                  {"mlp_dim", int64_t(32)}});
         nn::Options image = small;
         image.set("image_size", std::vector<int64_t>{16, 16});
         image.set("patch_size", std::vector<int64_t>{4, 4});
@@ -143,9 +156,12 @@ TEST_CASE("sfree_vit: 2-D, 3-D and bags with each attention", "[registry]") {
 
 TEST_CASE("sima_vit: both patch sizes", "[registry]") {
     for (int64_t patch : {8, 16})
-        one_step("sima_vit", opts({{"patch_size", patch}, {"embed_dim", int64_t(32)},
-                                   {"depth", int64_t(1)}, {"num_heads", int64_t(2)},
-                                   {"in_chans", int64_t(1)}}),
+        one_step("sima_vit",
+                 opts({{"patch_size", patch},
+                       {"embed_dim", int64_t(32)},
+                       {"depth", int64_t(1)},
+                       {"num_heads", int64_t(2)},
+                       {"in_chans", int64_t(1)}}),
                  {32, 32});
 }
 
@@ -153,13 +169,17 @@ TEST_CASE("context_vit: heads, mixers, 2-D and 3-D", "[registry]") {
     for (const char* mixer : {"attn", "hyena", "mamba"})
         for (const char* head : {"unetr", "linear"})
             for (bool volume : {false, true}) {
-                nn::Options o = opts({{"decoder", std::string(head)}, {"mixer", std::string(mixer)},
-                                      {"hidden_size", int64_t(16)}, {"mlp_dim", int64_t(16)},
-                                      {"num_layers", int64_t(10)}, {"num_heads", int64_t(2)},
-                                      {"feature_size", int64_t(4)}, {"patch_size", int64_t(4)},
+                nn::Options o = opts({{"decoder", std::string(head)},
+                                      {"mixer", std::string(mixer)},
+                                      {"hidden_size", int64_t(16)},
+                                      {"mlp_dim", int64_t(16)},
+                                      {"num_layers", int64_t(10)},
+                                      {"num_heads", int64_t(2)},
+                                      {"feature_size", int64_t(4)},
+                                      {"patch_size", int64_t(4)},
                                       {"hyena_filter_order", int64_t(8)}});
-                o.set("img_size", volume ? std::vector<int64_t>{8, 8, 8}
-                                         : std::vector<int64_t>{16, 16});
+                o.set("img_size",
+                      volume ? std::vector<int64_t>{8, 8, 8} : std::vector<int64_t>{16, 16});
                 one_step("context_vit", o);
             }
 }
@@ -168,23 +188,26 @@ TEST_CASE("context_swin: heads, mixers, 2-D and 3-D", "[registry]") {
     for (const char* mixer : {"attn", "hyena", "mamba"})
         for (const char* head : {"upernet", "linear"})
             for (bool volume : {false, true}) {
-                nn::Options o = opts({{"decoder", std::string(head)}, {"mixer", std::string(mixer)},
+                nn::Options o = opts({{"decoder", std::string(head)},
+                                      {"mixer", std::string(mixer)},
                                       {"embed_dim", int64_t(8)},
                                       {"depths", std::vector<int64_t>{1, 1, 1, 1}},
                                       {"num_heads", std::vector<int64_t>{1, 1, 2, 2}},
                                       {"window_size", std::vector<int64_t>{2}},
                                       {"in_channels", int64_t(1)},
                                       {"hyena_filter_order", int64_t(8)}});
-                o.set("img_size", volume ? std::vector<int64_t>{16, 16, 16}
-                                         : std::vector<int64_t>{32, 32});
+                o.set("img_size",
+                      volume ? std::vector<int64_t>{16, 16, 16} : std::vector<int64_t>{32, 32});
                 one_step("context_swin", o);
             }
 }
 
 TEST_CASE("the text classifiers", "[registry]") {
     for (const char* name : {"transformer", "diff_transformer", "dgt"})
-        one_step(name, opts({{"vocab_size", int64_t(50)}, {"embed_dim", int64_t(16)},
-                             {"depth", int64_t(2)}, {"num_heads", int64_t(2)},
+        one_step(name, opts({{"vocab_size", int64_t(50)},
+                             {"embed_dim", int64_t(16)},
+                             {"depth", int64_t(2)},
+                             {"num_heads", int64_t(2)},
                              {"num_classes", int64_t(3)}}));
     CHECK_THROWS_WITH(models::build_model("dgt", models::model_options("dgt")),
                       Catch::Matchers::Contains("vocab_size is 0"));
@@ -193,6 +216,30 @@ TEST_CASE("the text classifiers", "[registry]") {
 TEST_CASE("registry options: unknown values and keys are named", "[registry]") {
     CHECK_THROWS_WITH(models::model_options("pvt_segnet", opts({{"decodr", std::string("gdla")}})),
                       Catch::Matchers::Contains("did you mean 'decoder'"));
-    CHECK_THROWS_WITH(models::model_options("context_vit", opts({{"mixer", std::string("mamaba")}})),
-                      Catch::Matchers::Contains("mamba"));
+    CHECK_THROWS_WITH(
+        models::model_options("context_vit", opts({{"mixer", std::string("mamaba")}})),
+        Catch::Matchers::Contains("mamba"));
+}
+
+TEST_CASE("vit: every attention variant it offers trains, with the default dropout", "[registry]") {
+    // lumen models offers every registered variant for model.attn_type.
+    for (const std::string& type : nn::attention_names())
+        // 32 x 32 images in 4 x 4 patches: an 8 x 8 grid, which UTNet's relative positions
+        // (reduce_size 8) and the windows of swin_window need.
+        one_step("vit", opts({{"attn_type", type},
+                              {"embed_dim", int64_t(32)},
+                              {"depth", int64_t(1)},
+                              {"num_heads", int64_t(2)},
+                              {"img_size", std::vector<int64_t>{32, 32}}}));
+    for (const char* pool : {"cls", "mean"})
+        one_step("dgvit", opts({{"pool", std::string(pool)},
+                                {"embed_dim", int64_t(32)},
+                                {"depth", int64_t(1)},
+                                {"num_heads", int64_t(2)}}));
+    // A grid-only variant cannot take the class token.
+    CHECK_THROWS_WITH(
+        models::build_model("vit",
+                            models::model_options("vit", opts({{"attn_type", std::string("gdla")},
+                                                               {"pool", std::string("cls")}}))),
+        Catch::Matchers::Contains("needs pool 'mean'"));
 }

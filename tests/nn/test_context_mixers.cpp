@@ -220,6 +220,38 @@ TEST_CASE("mamba: block layer scale, registry entry and errors", "[nn][context][
     require_error([&] { nn::make_attention(config); }, {"[mamba]", "heads"});
 }
 
+TEST_CASE("hyena and mamba: proj_drop drops the output, attn_drop is refused",
+          "[nn][context][hyena][mamba]") {
+    for (const char* type : {"hyena", "mamba"}) {
+        INFO(type);
+        nn::AttentionConfig config{.type = type, .dim = 8, .num_heads = 2};
+        config.options = {{std::string(type) == "hyena" ? "l_max" : "d_state", 16}};
+        // Without dropout the module is the reference's: no proj_drop child.
+        auto plain = nn::make_attention(config);
+        for (const auto& [name, child] : plain->named_children()) CHECK(name != "proj_drop");
+        config.proj_drop = 0.5;
+        auto attention = nn::make_attention(config);
+        Tensor x = random_input({2, 16, 8}, 3).to(DType::float32);
+        attention->eval();
+        Tensor kept = attention->forward(x);
+        attention->train();
+        Tensor dropped = attention->forward(x);
+        // Inverted dropout: each output is 0 or twice the eval output.
+        std::vector<float> a = kept.to_vector<float>(), b = dropped.to_vector<float>();
+        int64_t zeros = 0, others = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            zeros += b[i] == 0.0f;
+            others += b[i] != 0.0f && std::abs(b[i] - 2 * a[i]) > 1e-5 * (1 + std::abs(a[i]));
+        }
+        CHECK(others == 0);
+        CHECK(zeros > 0);
+        CHECK(zeros < int64_t(a.size()));
+        config.attn_drop = 0.1;
+        require_error([&] { nn::make_attention(config); },
+                      {"[" + std::string(type) + "]", "attention map", "attn_drop", "0.1"});
+    }
+}
+
 TEST_CASE("context mixers match the oracle vectors", "[nn][context][oracle]") {
     require_oracle_vectors({"hyena_filter", "hyena_operator_h1", "hyena_operator_h3",
                             "mamba_mixer_d12", "mamba_mixer_d40", "mambavision_block"},

@@ -56,8 +56,11 @@ Tensor reference_source(const SRAttention& m, const Tensor& x, int64_t height, i
     return m.linear ? gelu(tokens) : tokens;
 }
 
-Tensor reference_sra(const SRAttention& m, const Tensor& x, int64_t height, int64_t width) {
-    Tensor src = reference_source(m, x, height, width);
+// `prefix` tokens in front of the grid are queries and, unreduced, the first keys.
+Tensor reference_sra(const SRAttention& m, const Tensor& x, int64_t height, int64_t width,
+                     int64_t prefix = 0) {
+    Tensor src = reference_source(m, x.narrow(1, prefix, height * width), height, width);
+    if (prefix > 0) src = cat({x.narrow(1, 0, prefix), src}, 1);
     Tensor q = linear(x, m.q->weight, m.q->bias), kv = linear(src, m.kv->weight, m.kv->bias);
     int64_t hd = m.head_dim;
     std::vector<Tensor> heads;
@@ -107,6 +110,30 @@ TEST_CASE("SRAttention equals the head-by-head reference (sr 1, 2, 4, linear, sm
         nn::AttentionContext context{.grid = {c.height, c.width}};
         require_close(m.forward(x, context), reference_sra(m, x, c.height, c.width), 1e-10, 1e-12);
     }
+}
+
+TEST_CASE("SRAttention: prefix tokens are queries and unreduced keys (sr 1, 2, linear)",
+          "[nn][pvt]") {
+    struct Case {
+        int64_t sr;
+        bool linear;
+        int64_t prefix, height, width;
+    };
+    for (Case c : {Case{1, false, 1, 3, 4}, Case{2, false, 1, 5, 7}, Case{4, false, 2, 8, 8},
+                   Case{1, true, 1, 4, 5}}) {
+        INFO(c.sr << " " << c.linear << " prefix " << c.prefix);
+        SRAttention m(8, 2, c.sr, c.linear);
+        m.to(DType::float64);
+        randomize(m, 5);
+        Tensor x = random_input({2, c.prefix + c.height * c.width, 8}, 6);
+        nn::AttentionContext context{.grid = {c.height, c.width}, .prefix_tokens = c.prefix};
+        Tensor y = m.forward(x, context);
+        require_close(y, reference_sra(m, x, c.height, c.width, c.prefix), 1e-10, 1e-12);
+    }
+    SRAttention m(4, 2, 2);
+    randomize(m, 9);
+    module_gradcheck(m, [&](const std::vector<Tensor>& in) { return m.forward(in[0], 4, 4, 1); },
+                     {random_input({2, 17, 4}, 10)});
 }
 
 TEST_CASE("SRAttention: float64 gradients of input and parameters", "[nn][pvt]") {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -347,8 +347,11 @@ TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]
     require_error([&] { conv2d(x, w, Tensor(), {1}, {0}, {1}, 0); }, {"[conv2d]", "groups"});
     // As PyTorch: only the batch or the channels may be empty (a transposed convolution of an
     // empty spatial dim would still have an output of the kernel's extent).
-    require_error([&] { conv_transpose2d(zeros({1, 2, 0, 3}, DType::float64), random_input({2, 3, 3, 3})); },
-                  {"[conv_transpose2d]", "empty spatial dim 0", "[1, 2, 0, 3]"});
+    require_error(
+        [&] {
+            conv_transpose2d(zeros({1, 2, 0, 3}, DType::float64), random_input({2, 3, 3, 3}));
+        },
+        {"[conv_transpose2d]", "empty spatial dim 0", "[1, 2, 0, 3]"});
     require_error(
         [&] {
             conv_transpose2d(x, random_input({3, 2, 3, 3}));
@@ -367,5 +370,7 @@ TEST_CASE("conv: bad arguments throw naming the op and the values", "[ops][conv]
 }
 
 TEST_CASE("conv: the PyTorch oracle vectors pass with their tolerances", "[ops][conv][oracle]") {
-    require_oracle_vectors({"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise", "conv2d_patch", "conv2d_strided_dilated", "conv3d", "conv_transpose2d", "conv_transpose3d"});
+    require_oracle_vectors({"conv1d_causal_depthwise", "conv2d_dense", "conv2d_depthwise",
+                            "conv2d_patch", "conv2d_strided_dilated", "conv3d", "conv_transpose2d",
+                            "conv_transpose3d"});
 }

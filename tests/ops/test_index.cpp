@@ -4,8 +4,8 @@
 // take the parallel paths, the oracle vectors, and the error messages.
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -243,7 +243,8 @@ TEST_CASE("interpolate: errors name the op and the bad values", "[ops][interpola
 
 TEST_CASE("interpolate: the PyTorch oracle vectors pass with their tolerances",
           "[ops][interpolate][oracle]") {
-    require_oracle_vectors({"interp_bilinear_ac0", "interp_bilinear_ac1", "interp_nearest", "interp_trilinear_ac0", "interp_trilinear_ac1"});
+    require_oracle_vectors({"interp_bilinear_ac0", "interp_bilinear_ac1", "interp_nearest",
+                            "interp_trilinear_ac0", "interp_trilinear_ac1"});
 }
 
 TEST_CASE("pool, interpolate and pad: results do not depend on the thread count",

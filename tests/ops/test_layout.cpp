@@ -5,14 +5,13 @@
 #include <limits>
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
 
 namespace {
-
 
 // out[c + shift mod n] = x[c] along each listed dim (shifts of a repeated dim add up).
 std::vector<double> roll_reference(const Tensor& x, const std::vector<int64_t>& shifts,

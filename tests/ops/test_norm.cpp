@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -70,16 +70,20 @@ TEST_CASE("layer_norm: values match a naive reference", "[ops][norm]") {
     auto chan = [](int64_t i) { return i % 5; };
     require_close(layer_norm(x, {5}, w, b), reference(x, trailing(5), chan, w, b, 1e-5), 1e-10);
     require_close(layer_norm(x, {5}), reference(x, trailing(5), chan, {}, {}, 1e-5), 1e-10);
-    require_close(layer_norm(x, {5}, w, {}, 0.1), reference(x, trailing(5), chan, w, {}, 0.1), 1e-10);
+    require_close(layer_norm(x, {5}, w, {}, 0.1), reference(x, trailing(5), chan, w, {}, 0.1),
+                  1e-10);
     // two normalized dims, a non-contiguous input, float32
     Tensor x2 = random_input({3, 4, 6}, 4);
     Tensor w2 = random_input({4, 6}, 5), b2 = random_input({4, 6}, 6);
-    auto want = reference(x2, trailing(24), [](int64_t i) { return i % 24; }, w2, b2, 1e-5);
+    auto want = reference(
+        x2, trailing(24), [](int64_t i) { return i % 24; }, w2, b2, 1e-5);
     require_close(layer_norm(x2, {4, 6}, w2, b2), want, 1e-10);
     require_close(layer_norm(noncontiguous(x2), {4, 6}, w2, b2),
-                  layer_norm(noncontiguous(x2).contiguous(), {4, 6}, w2, b2).to_vector<double>(), 1e-12);
-    require_close(layer_norm(x2.to(DType::float32), {4, 6}, w2.to(DType::float32), b2.to(DType::float32)),
-                  want, 1e-4, 1e-5);
+                  layer_norm(noncontiguous(x2).contiguous(), {4, 6}, w2, b2).to_vector<double>(),
+                  1e-12);
+    require_close(
+        layer_norm(x2.to(DType::float32), {4, 6}, w2.to(DType::float32), b2.to(DType::float32)),
+        want, 1e-4, 1e-5);
 }
 
 TEST_CASE("layer_norm and rms_norm: gradients", "[ops][norm]") {
@@ -88,23 +92,32 @@ TEST_CASE("layer_norm and rms_norm: gradients", "[ops][norm]") {
               {random_input({3, 5}, 1), w, b}, loose());
     gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], {7}); },
               {random_input({2, 3, 7}, 4)}, loose());
-    gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], {5, 3}, in[1], {}); },
-              {noncontiguous(random_input({2, 5, 3}, 5)), random_input({5, 3}, 6)}, loose());
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return layer_norm(in[0], {5, 3}, in[1], {});
+        },
+        {noncontiguous(random_input({2, 5, 3}, 5)), random_input({5, 3}, 6)}, loose());
     gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], {5}, {}, in[1]); },
               {random_input({4, 5}, 7), b}, loose());
     gradcheck([](const std::vector<Tensor>& in) { return rms_norm(in[0], {5}, in[1], 1e-6); },
               {random_input({3, 5}, 8), w}, loose());
-    gradcheck([](const std::vector<Tensor>& in) { return rms_norm(in[0], {5, 3}); },
-              {noncontiguous(random_input({2, 5, 3}, 9))}, loose());
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            return rms_norm(in[0], {5, 3});
+        },
+        {noncontiguous(random_input({2, 5, 3}, 9))}, loose());
 }
 
 TEST_CASE("rms_norm: values match a naive reference", "[ops][norm]") {
     Tensor x = random_input({3, 4, 6}, 1);
     Tensor w = random_input({6}, 2);
     require_close(rms_norm(x, {6}, w, 1e-6),
-                  reference(x, trailing(6), [](int64_t i) { return i % 6; }, w, {}, 1e-6, false), 1e-10);
+                  reference(
+                      x, trailing(6), [](int64_t i) { return i % 6; }, w, {}, 1e-6, false),
+                  1e-10);
     require_close(rms_norm(x, {4, 6}),
-                  reference(x, trailing(24), [](int64_t i) { return i % 24; }, {}, {}, 1e-6, false),
+                  reference(
+                      x, trailing(24), [](int64_t i) { return i % 24; }, {}, {}, 1e-6, false),
                   1e-10);
 }
 
@@ -119,10 +132,13 @@ TEST_CASE("group_norm and instance_norm: values and gradients", "[ops][norm]") {
     // (N, C) input: groups of channels with no spatial dims
     Tensor x2 = random_input({4, 6}, 4);
     require_close(group_norm(x2, 2, w, b),
-                  reference(x2, trailing(3), [](int64_t i) { return i % 6; }, w, b, 1e-5), 1e-10);
+                  reference(
+                      x2, trailing(3), [](int64_t i) { return i % 6; }, w, b, 1e-5),
+                  1e-10);
     auto instance = [&](int64_t i) { return i / 21; };
     require_close(instance_norm(x, {}, {}, w, b), reference(x, instance, chan, w, b, 1e-5), 1e-10);
-    require_close(group_norm(x, 6, w, b), instance_norm(x, {}, {}, w, b).to_vector<double>(), 1e-12);
+    require_close(group_norm(x, 6, w, b), instance_norm(x, {}, {}, w, b).to_vector<double>(),
+                  1e-12);
 
     gradcheck([](const std::vector<Tensor>& in) { return group_norm(in[0], 3, in[1], in[2]); },
               {random_input({2, 6, 3, 2}, 5), w, b}, loose());
@@ -130,8 +146,9 @@ TEST_CASE("group_norm and instance_norm: values and gradients", "[ops][norm]") {
               {random_input({3, 4}, 6), random_input({4}, 7), random_input({4}, 8)}, loose());
     gradcheck([](const std::vector<Tensor>& in) { return group_norm(in[0], 1); },
               {noncontiguous(random_input({2, 3, 3, 5}, 9))}, loose());
-    gradcheck([](const std::vector<Tensor>& in) { return instance_norm(in[0], {}, {}, in[1], in[2]); },
-              {random_input({2, 3, 5}, 10), random_input({3}, 11), random_input({3}, 12)}, loose());
+    gradcheck(
+        [](const std::vector<Tensor>& in) { return instance_norm(in[0], {}, {}, in[1], in[2]); },
+        {random_input({2, 3, 5}, 10), random_input({3}, 11), random_input({3}, 12)}, loose());
     gradcheck([](const std::vector<Tensor>& in) { return instance_norm(in[0]); },
               {noncontiguous(random_input({2, 2, 3, 4}, 13))}, loose());
 }
@@ -140,7 +157,8 @@ TEST_CASE("instance_norm: running statistics", "[ops][norm]") {
     Shape shape{3, 2, 5};
     Tensor x = random_input(shape, 1, -1, 3);
     std::vector<double> v = x.to_vector<double>();
-    Tensor rm = tensor({0.5, -1.0}, {2}, DType::float64), rv = tensor({2.0, 0.5}, {2}, DType::float64);
+    Tensor rm = tensor({0.5, -1.0}, {2}, DType::float64),
+           rv = tensor({2.0, 0.5}, {2}, DType::float64);
     Tensor y = instance_norm(x, rm, rv, {}, {}, true, 0.2);
     for (int64_t c = 0; c < 2; ++c) {
         double mean_sum = 0, var_sum = 0;
@@ -155,8 +173,10 @@ TEST_CASE("instance_norm: running statistics", "[ops][norm]") {
             var_sum += q;
         }
         double old_m = c == 0 ? 0.5 : -1.0, old_v = c == 0 ? 2.0 : 0.5;
-        CHECK(rm.to_vector<double>()[size_t(c)] == Approx(0.8 * old_m + 0.2 * mean_sum / 3).epsilon(1e-12));
-        CHECK(rv.to_vector<double>()[size_t(c)] == Approx(0.8 * old_v + 0.2 * var_sum / 3).epsilon(1e-12));
+        CHECK(rm.to_vector<double>()[size_t(c)] ==
+              Approx(0.8 * old_m + 0.2 * mean_sum / 3).epsilon(1e-12));
+        CHECK(rv.to_vector<double>()[size_t(c)] ==
+              Approx(0.8 * old_v + 0.2 * var_sum / 3).epsilon(1e-12));
     }
     // use_input_stats = false normalizes with the running statistics
     Tensor w = random_input({2}, 2), b = random_input({2}, 3);
@@ -167,9 +187,11 @@ TEST_CASE("instance_norm: running statistics", "[ops][norm]") {
         want[i] = (v[i] - m[c]) / std::sqrt(q[c] + 1e-5) * wv[c] + bv[c];
     }
     require_close(instance_norm(x, rm, rv, w, b, false), want, 1e-10);
-    gradcheck([rm, rv](const std::vector<Tensor>& in) {
-        return instance_norm(in[0], rm, rv, in[1], in[2], false);
-    }, {x, w, b}, loose());
+    gradcheck(
+        [rm, rv](const std::vector<Tensor>& in) {
+            return instance_norm(in[0], rm, rv, in[1], in[2], false);
+        },
+        {x, w, b}, loose());
 }
 
 TEST_CASE("batch_norm: training statistics, running updates, evaluation", "[ops][norm]") {
@@ -205,13 +227,17 @@ TEST_CASE("batch_norm: gradients in training and evaluation", "[ops][norm]") {
     Tensor w = random_input({3}, 2), b = random_input({3}, 3);
     for (Shape shape : {Shape{5, 3}, Shape{2, 3, 5}, Shape{2, 3, 2, 3}}) {
         INFO("shape " << text(shape));
-        gradcheck([](const std::vector<Tensor>& in) {
-            return batch_norm(in[0], {}, {}, in[1], in[2], true);
-        }, {random_input(shape, 4), w, b}, loose());
+        gradcheck(
+            [](const std::vector<Tensor>& in) {
+                return batch_norm(in[0], {}, {}, in[1], in[2], true);
+            },
+            {random_input(shape, 4), w, b}, loose());
         Tensor rm = random_input({3}, 5), rv = random_input({3}, 6, 0.5, 2.0);
-        gradcheck([rm, rv](const std::vector<Tensor>& in) {
-            return batch_norm(in[0], rm, rv, in[1], in[2], false);
-        }, {random_input(shape, 7), w, b}, loose());
+        gradcheck(
+            [rm, rv](const std::vector<Tensor>& in) {
+                return batch_norm(in[0], rm, rv, in[1], in[2], false);
+            },
+            {random_input(shape, 7), w, b}, loose());
     }
     gradcheck([](const std::vector<Tensor>& in) { return batch_norm(in[0], {}, {}, {}, {}, true); },
               {noncontiguous(random_input({2, 3, 4, 3}, 8))}, loose());
@@ -266,47 +292,68 @@ TEST_CASE("normalization: large shapes match composites of lumen ops", "[ops][no
     // Sizes above the parallel grain, so the threaded kernels and chunked affine sums run.
     Tensor x = random_input({600, 130}, 1, -2, 2), g = random_input({600, 130}, 2);
     Tensor w = random_input({130}, 3), b = random_input({130}, 4);
-    auto check = [&](const Tensor& xin, const Tensor& gout, const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& fast,
+    auto check = [&](const Tensor& xin, const Tensor& gout,
+                     const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& fast,
                      const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& slow,
                      const Tensor& wp, const Tensor& bp) {
         std::vector<Tensor> got, want;
         for (int pass = 0; pass < 2; ++pass) {
-            Tensor xi = xin.detach().clone().requires_grad_(), wi = wp.detach().clone().requires_grad_(),
+            Tensor xi = xin.detach().clone().requires_grad_(),
+                   wi = wp.detach().clone().requires_grad_(),
                    bi = bp.detach().clone().requires_grad_();
             Tensor y = pass == 0 ? fast(xi, wi, bi) : slow(xi, wi, bi);
             sum(mul(y, gout)).backward();
             auto& out = pass == 0 ? got : want;
             out = {y, xi.grad(), wi.grad(), bi.grad()};
         }
-        for (size_t i = 0; i < got.size(); ++i) require_close(got[i], want[i].to_vector<double>(), 1e-8, 1e-10);
+        for (size_t i = 0; i < got.size(); ++i)
+            require_close(got[i], want[i].to_vector<double>(), 1e-8, 1e-10);
     };
-    check(x, g, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return layer_norm(a, {130}, wi, bi); },
-          [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
-              Tensor c = sub(a, lumen::mean(a, {1}, true));
-              return add(mul(mul(c, rsqrt(add(var(a, {1}, 0.0, true), 1e-5))), wi), bi);
-          }, w, b);
+    check(
+        x, g,
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            return layer_norm(a, {130}, wi, bi);
+        },
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            Tensor c = sub(a, lumen::mean(a, {1}, true));
+            return add(mul(mul(c, rsqrt(add(var(a, {1}, 0.0, true), 1e-5))), wi), bi);
+        },
+        w, b);
     Tensor x4 = random_input({8, 6, 40, 41}, 5), g4 = random_input({8, 6, 40, 41}, 6);
     Tensor w6 = random_input({6}, 7), b6 = random_input({6}, 8);
-    check(x4, g4, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return batch_norm(a, {}, {}, wi, bi, true); },
-          [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
-              Tensor c = sub(a, lumen::mean(a, {0, 2, 3}, true));
-              Tensor k = rsqrt(add(var(a, {0, 2, 3}, 0.0, true), 1e-5));
-              return add(mul(mul(c, k), wi.view({6, 1, 1})), bi.view({6, 1, 1}));
-          }, w6, b6);
-    check(x4, g4, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return group_norm(a, 3, wi, bi); },
-          [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
-              Tensor r = a.reshape({8, 3, 2 * 40 * 41});
-              Tensor c = sub(r, lumen::mean(r, {2}, true));
-              Tensor n = mul(c, rsqrt(add(var(r, {2}, 0.0, true), 1e-5))).reshape({8, 6, 40, 41});
-              return add(mul(n, wi.view({6, 1, 1})), bi.view({6, 1, 1}));
-          }, w6, b6);
+    check(
+        x4, g4,
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            return batch_norm(a, {}, {}, wi, bi, true);
+        },
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            Tensor c = sub(a, lumen::mean(a, {0, 2, 3}, true));
+            Tensor k = rsqrt(add(var(a, {0, 2, 3}, 0.0, true), 1e-5));
+            return add(mul(mul(c, k), wi.view({6, 1, 1})), bi.view({6, 1, 1}));
+        },
+        w6, b6);
+    check(
+        x4, g4,
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            return group_norm(a, 3, wi, bi);
+        },
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            Tensor r = a.reshape({8, 3, 2 * 40 * 41});
+            Tensor c = sub(r, lumen::mean(r, {2}, true));
+            Tensor n = mul(c, rsqrt(add(var(r, {2}, 0.0, true), 1e-5))).reshape({8, 6, 40, 41});
+            return add(mul(n, wi.view({6, 1, 1})), bi.view({6, 1, 1}));
+        },
+        w6, b6);
     Tensor x3 = random_input({3, 200, 70}, 9), g3 = random_input({3, 200, 70}, 10);
     Tensor w70 = random_input({70}, 11), b70 = random_input({70}, 12);
-    check(x3, g3, [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return seq_norm(a, wi, bi); },
-          [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
-              Tensor c = sub(a, lumen::mean(a, {1}, true));
-              return add(mul(mul(c, rsqrt(add(var(a, {1}, 0.0, true), 1e-5))), wi), bi);
-          }, w70, b70);
+    check(
+        x3, g3,
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) { return seq_norm(a, wi, bi); },
+        [](const Tensor& a, const Tensor& wi, const Tensor& bi) {
+            Tensor c = sub(a, lumen::mean(a, {1}, true));
+            return add(mul(mul(c, rsqrt(add(var(a, {1}, 0.0, true), 1e-5))), wi), bi);
+        },
+        w70, b70);
 }
 
 TEST_CASE("normalize: values, clamping and gradients", "[ops][norm]") {
@@ -332,39 +379,55 @@ TEST_CASE("normalize: values, clamping and gradients", "[ops][norm]") {
     }
     // float32 and a large shape (parallel runs) against the composite
     Tensor big = random_input({64, 300, 5}, 4);
-    require_close(normalize(big, 2.0, 1), div(big, sqrt(sum(mul(big, big), {1}, true))).to_vector<double>(), 1e-10);
+    require_close(normalize(big, 2.0, 1),
+                  div(big, sqrt(sum(mul(big, big), {1}, true))).to_vector<double>(), 1e-10);
     require_close(normalize(big.to(DType::float32), 1.0, 2),
                   div(big, sum(abs(big), {2}, true)).to_vector<double>(), 1e-5, 1e-6);
 }
 
 TEST_CASE("normalization: errors", "[ops][norm]") {
     Tensor x = random_input({2, 6, 3});
-    require_error([&] { layer_norm(x, {4}); }, {"[layer_norm]", "normalized_shape=[4]", "[2, 6, 3]"});
+    require_error([&] { layer_norm(x, {4}); },
+                  {"[layer_norm]", "normalized_shape=[4]", "[2, 6, 3]"});
     require_error([&] { layer_norm(x, {}); }, {"[layer_norm]", "at least 1-dimensional"});
-    require_error([&] { layer_norm(x, {3}, random_input({4})); }, {"[layer_norm]", "weight", "[4]"});
+    require_error([&] { layer_norm(x, {3}, random_input({4})); },
+                  {"[layer_norm]", "weight", "[4]"});
     require_error([&] { layer_norm(x.to(DType::int64), {3}); }, {"[layer_norm]", "int64"});
     require_error([&] { rms_norm(x, {6, 4}); }, {"[rms_norm]", "normalized_shape"});
-    require_error([&] { group_norm(x, 4); }, {"[group_norm]", "divisible by num_groups", "num_groups=4"});
+    require_error([&] { group_norm(x, 4); },
+                  {"[group_norm]", "divisible by num_groups", "num_groups=4"});
     require_error([&] { group_norm(x, 3, random_input({3})); }, {"[group_norm]", "weight", "[3]"});
     require_error([&] { group_norm(x, 0); }, {"[group_norm]", "positive"});
     require_error([&] { instance_norm(random_input({2, 6})); }, {"[instance_norm]", "spatial"});
-    require_error([&] { instance_norm(random_input({2, 6, 1})); },
-                  {"[instance_norm]", "Expected more than 1 spatial element"});
-    require_error([&] { instance_norm(x, {}, {}, {}, {}, false); }, {"[instance_norm]", "running_mean"});
-    require_error([&] { batch_norm(random_input({1, 3}), {}, {}, {}, {}, true); },
-                  {"[batch_norm]", "Expected more than 1 value per channel when training", "[1, 3]"});
-    require_error([&] { batch_norm(random_input({1, 3, 1, 1}), {}, {}, {}, {}, true); },
-                  {"[batch_norm]", "Expected more than 1 value per channel"});
+    require_error(
+        [&] {
+            instance_norm(random_input({2, 6, 1}));
+        },
+        {"[instance_norm]", "Expected more than 1 spatial element"});
+    require_error([&] { instance_norm(x, {}, {}, {}, {}, false); },
+                  {"[instance_norm]", "running_mean"});
+    require_error(
+        [&] {
+            batch_norm(random_input({1, 3}), {}, {}, {}, {}, true);
+        },
+        {"[batch_norm]", "Expected more than 1 value per channel when training", "[1, 3]"});
+    require_error(
+        [&] {
+            batch_norm(random_input({1, 3, 1, 1}), {}, {}, {}, {}, true);
+        },
+        {"[batch_norm]", "Expected more than 1 value per channel"});
     require_error([&] { batch_norm(x, {}, {}); }, {"[batch_norm]", "evaluation"});
     require_error([&] { batch_norm(x, zeros({4}, DType::float64), ones({4}, DType::float64)); },
                   {"[batch_norm]", "running_mean", "[4]"});
-    require_error([&] { batch_norm(random_input({6}), {}, {}, {}, {}, true); }, {"[batch_norm]", "[6]"});
+    require_error([&] { batch_norm(random_input({6}), {}, {}, {}, {}, true); },
+                  {"[batch_norm]", "[6]"});
     require_error([&] { seq_norm(random_input({2, 3})); }, {"[seq_norm]", "(B, N, D)"});
     require_error([&] { normalize(x, 0.5); }, {"[normalize]", "p must be"});
     require_error([&] { normalize(x, 2.0, 3); }, {"[normalize]"});
 }
 
-TEST_CASE("normalization: the PyTorch oracle vectors pass with their tolerances", "[ops][norm][oracle]") {
+TEST_CASE("normalization: the PyTorch oracle vectors pass with their tolerances",
+          "[ops][norm][oracle]") {
     require_oracle_vectors({"group_norm", "layer_norm", "normalize_l1"});
 }
 
@@ -397,18 +460,31 @@ TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][nor
         clipped.push_back(std::min(std::max(v, -0.5), 0.5));
     }
     std::vector<Case> cases = {
-        {"op.batch_norm", R"({"training": true, "momentum": 0.1, "eps": 1e-05})",
+        {"op.batch_norm",
+         R"({"training": true, "momentum": 0.1, "eps": 1e-05})",
          {{"in.input", x}, {"in.weight", w}, {"in.bias", b}},
          as_tensor(reference(x, chan, chan, w, b, 1e-5))},
-        {"op.batch_norm", R"({"training": false, "eps": 0.001})",
-         {{"in.input", x}, {"in.running_mean", rm}, {"in.running_var", rv}, {"in.weight", w}, {"in.bias", b}},
+        {"op.batch_norm",
+         R"({"training": false, "eps": 0.001})",
+         {{"in.input", x},
+          {"in.running_mean", rm},
+          {"in.running_var", rv},
+          {"in.weight", w},
+          {"in.bias", b}},
          as_tensor(eval)},
-        {"op.instance_norm", R"({"eps": 1e-05})", {{"in.input", x}, {"in.weight", w}, {"in.bias", b}},
+        {"op.instance_norm",
+         R"({"eps": 1e-05})",
+         {{"in.input", x}, {"in.weight", w}, {"in.bias", b}},
          as_tensor(reference(x, trailing(5), chan, w, b, 1e-5))},
-        {"op.rms_norm", R"({"normalized_shape": [5], "eps": 1e-06})", {{"in.input", x}},
+        {"op.rms_norm",
+         R"({"normalized_shape": [5], "eps": 1e-06})",
+         {{"in.input", x}},
          as_tensor(reference(x, trailing(5), chan, {}, {}, 1e-6, false))},
         {"op.leaky_relu", R"({"negative_slope": 0.25})", {{"in.input", x}}, as_tensor(slope)},
-        {"op.hardtanh", R"({"min_val": -0.5, "max_val": 0.5})", {{"in.input", x}}, as_tensor(clipped)},
+        {"op.hardtanh",
+         R"({"min_val": -0.5, "max_val": 0.5})",
+         {{"in.input", x}},
+         as_tensor(clipped)},
     };
     for (size_t k = 0; k < cases.size(); ++k) {
         Case& c = cases[k];
@@ -417,8 +493,9 @@ TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][nor
         std::string name = std::to_string(k);
         name += ".safetensors";
         std::string path = dir.file(name);
-        save_safetensors(path, tensors,
-                         {{"module", c.module}, {"config", c.config}, {"rtol", "1e-4"}, {"atol", "1e-5"}});
+        save_safetensors(
+            path, tensors,
+            {{"module", c.module}, {"config", c.config}, {"rtol", "1e-4"}, {"atol", "1e-5"}});
         cli::VectorResult result = cli::check_vector_file(path, c.module, Device::cpu());
         INFO(cli::format_result(result));
         CHECK(result.passed);

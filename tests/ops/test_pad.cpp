@@ -3,8 +3,8 @@
 // gradients against finite differences, errors, and the PyTorch oracle vector.
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <string>
 
+#include "conformance/check_vectors.h"
 #include "support/gradcheck.h"
-#include "train/cli/check_vectors.h"
 
 using namespace lumen;
 using namespace lumen::testing;

@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-#include "train/cli/check_vectors.h"
+#include "conformance/check_vectors.h"
 
 namespace lumen::testing {
 

@@ -31,6 +31,8 @@ TEST_CASE("options: typed getters, coercion, choices and the closest match", "[t
                   {"must be one of adamw, adam, sgd", "got \"adamv\"", "did you mean \"adamw\"?"});
     CHECK(nn::edit_distance("kitten", "sitting") == 3);
     CHECK(nn::edit_distance("", "abc") == 3);
+    CHECK(nn::edit_distance("dgvti", "dgvit") == 1);  // a swap
+    CHECK(nn::edit_distance("ab", "ba") == 1);
     CHECK(nn::closest_match("optim.learning_rate", {"optim.lr", "optim.name"}) == "");
     CHECK(nn::closest_match("optim.lrr", {"optim.lr", "optim.name"}) == "optim.lr");
     CHECK(nn::format_option(std::vector<double>{0.9, 0.999}) == "[0.9, 0.999]");
@@ -95,7 +97,10 @@ TEST_CASE("configs: unknown and mistyped keys name the source and the closest ke
 }
 
 TEST_CASE("model registry: vit and dgvit from options, keys checked", "[train][config][models]") {
-    CHECK(models::model_names() == std::vector<std::string>{"dgvit", "vit"});
+    CHECK(models::model_names() == std::vector<std::string>{"context_swin", "context_vit", "dgt",
+                                                            "dgvit", "diff_transformer",
+                                                            "pvt_segnet", "sfree_vit", "sima_vit",
+                                                            "transformer", "utnet", "vit"});
     // The Table 3 models on Fashion-MNIST input: the parameter counts of bench_train.
     nn::Options defaults = models::model_options("vit");
     CHECK(models::build_model("vit", defaults)->num_parameters() == 6338570);
@@ -115,8 +120,9 @@ TEST_CASE("model registry: vit and dgvit from options, keys checked", "[train][c
     typo.set("deph", int64_t(2));
     require_error([&] { models::model_options("vit", typo); },
                   {"[models]", "no option 'deph'", "did you mean 'depth'?"});
-    require_error([] { models::find_model("dgvti"); },
-                  {"[models]", "unknown model 'dgvti'", "did you mean 'dgvit'?", "dgvit, vit"});
+    require_error(
+        [] { models::find_model("dgvti"); },
+        {"[models]", "unknown model 'dgvti'", "did you mean 'dgvit'?", "dgvit, diff_transformer"});
     require_error([] { models::register_model({.name = "vit"}); }, {"[models]", "vit"});
 }
 

@@ -48,9 +48,8 @@ LoadedRun load_run(const Arguments& a, const std::string& target, bool prefer_be
     if (fs::is_directory(target)) {
         run.run_dir = target;
         const fs::path best = fs::path(target) / "checkpoints" / "best.safetensors";
-        run.checkpoint = prefer_best && fs::is_regular_file(best)
-                             ? best.string()
-                             : latest_checkpoint(target, out);
+        run.checkpoint = prefer_best && fs::is_regular_file(best) ? best.string()
+                                                                  : latest_checkpoint(target, out);
     } else {
         run.checkpoint = target;
         fs::path folder = fs::path(target).parent_path();
@@ -83,12 +82,17 @@ std::string number_text(double value) {
 
 // "loss 0.1234, mean_dice 0.8123, dice_1 ..." with the primary metric first.
 std::string metrics_line(const train::EvalResult& r, const std::string& primary) {
+    auto fixed = [](double value) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.4f", value);
+        return std::string(text);
+    };
     std::ostringstream line;
-    line << "loss " << number_text(r.loss);
+    line << "loss " << fixed(r.loss);
     if (auto it = r.metrics.find(primary); it != r.metrics.end())
-        line << ", " << primary << " " << number_text(it->second);
+        line << ", " << primary << " " << fixed(it->second);
     for (const auto& [name, value] : r.metrics)
-        if (name != primary) line << ", " << name << " " << number_text(value);
+        if (name != primary) line << ", " << name << " " << fixed(value);
     return line.str();
 }
 
@@ -143,8 +147,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
     train::EvalResult r = train::evaluate(*model, *data, *task, run.device);
     out << "checkpoint " << run.checkpoint << " (epoch " << run.state.epoch << ", step "
         << run.state.step << ")\n"
-        << split << " split: " << r.count << " examples, " << metrics_line(r, task->primary_metric())
-        << " (" << number_text(r.seconds) << " s)\n";
+        << split << " split: " << r.count << " examples, "
+        << metrics_line(r, task->primary_metric()) << " (" << number_text(r.seconds) << " s)\n";
     write_eval_files(run.run_dir, split, r, cases, run.checkpoint, out);
     return 0;
 }
@@ -190,9 +194,9 @@ void write_prediction(const std::string& input, const datasets::Example& origina
             geometry_changed || prepared.size() < 2
                 ? datasets::nifti_header_from_affine(affine_of(prepared.back()))
                 : datasets::read_nifti(input).header;
-        Tensor data = task == "segmentation" ? map.to(DType::int32)
-                                             : (map.size(0) == 1 ? map.select(0, 0) : map)
-                                                   .to(DType::float32);
+        Tensor data = task == "segmentation"
+                          ? map.to(DType::int32)
+                          : (map.size(0) == 1 ? map.select(0, 0) : map).to(DType::float32);
         if (task != "segmentation" && map.size(0) > 1)  // channels last: (i, j, k, c)
             data = data.permute({1, 2, 3, 0}).contiguous();
         const std::string path = stem + (task == "segmentation" ? "_seg" : "_pred") + ".nii.gz";
@@ -212,8 +216,7 @@ void write_prediction(const std::string& input, const datasets::Example& origina
             image = image.to(top < 256 ? DType::uint8 : DType::int32);
         } else {
             Tensor m = map.unsqueeze(0);
-            if (m.size(2) != H || m.size(3) != W)
-                m = interpolate(m, {H, W}, {}, "bilinear", false);
+            if (m.size(2) != H || m.size(3) != W) m = interpolate(m, {H, W}, {}, "bilinear", false);
             // [0, 1] to 0..255, rounded to nearest (the cast truncates).
             image = clamp(add(mul(m.select(0, 0), 255.0), 0.5), 0.0, 255.0)
                         .permute({1, 2, 0})
@@ -278,7 +281,8 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
         datasets::Example prepared = original;
         const int64_t dims = original[0].ndim() - 1;
         if (shape.kind == "image")
-            if (datasets::SampleTransformPtr pipeline = build_sample_pipeline(config, dims, false)) {
+            if (datasets::SampleTransformPtr pipeline =
+                    build_sample_pipeline(config, dims, false)) {
                 Generator generator(uint64_t(config.get_int("seed")));
                 prepared = datasets::example_of(
                     (*pipeline)(datasets::sample_of(original), generator), original);
@@ -286,7 +290,8 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
         // The evaluation examples' size decides how the model sees this input.
         DataShape input_shape = shape;
         if (shape.kind == "image")
-            input_shape.eval_size.assign(prepared[0].shape().begin() + 1, prepared[0].shape().end());
+            input_shape.eval_size.assign(prepared[0].shape().begin() + 1,
+                                         prepared[0].shape().end());
         std::shared_ptr<train::Task> task = build_task(config, input_shape);
         Tensor output = task->predict(*model, prepared[0].unsqueeze(0).to(run.device)).cpu();
         if (task_name != "classification") {

@@ -9,11 +9,11 @@
 
 #include <unistd.h>
 
+#include "conformance/check_vectors.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/storage.h"
-#include "train/cli/check_vectors.h"
 #include "train/cli/convert_command.h"
 #include "train/cli/data_command.h"
 #include "train/cli/eval_command.h"

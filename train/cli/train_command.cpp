@@ -154,8 +154,8 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     manual_seed(uint64_t(config.get_int("seed")));
     ensure_demo_data(config, out);
     DataSplits data = build_data(config);
-    std::shared_ptr<train::Task> task = build_task(config, data.shape);
     std::shared_ptr<nn::Module> model = build_model(config, data.shape, true, &out);
+    std::shared_ptr<train::Task> task = build_task(config, data.shape);
     model->to(device);
     std::unique_ptr<train::Optimizer> optimizer = build_optimizer(config, *model);
     const int64_t k = config.get_int("train.accumulate");
@@ -163,8 +163,7 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
         build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
     const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
     train::Trainer trainer(trainer_options(config, run_dir, device, task), model,
-                           std::move(optimizer),
-                           schedule, data.train, data.test, out);
+                           std::move(optimizer), schedule, data.train, data.test, out);
     if (a.resume) trainer.resume(checkpoint);
     const bool created = !fs::exists(run_dir);
     try {

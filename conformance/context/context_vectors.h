@@ -1,0 +1,23 @@
+// Config readers shared by the check-vectors adapters of spec context (mixers, ViT pieces,
+// UNETR blocks, whole models).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "conformance/op_vectors.h"
+#include "nn/context/vit_blocks.h"
+
+namespace lumen::cli {
+
+// The MambaVision dt_rank: "auto" (or absent / null) gives nullopt = ceil(d_model / 16),
+// otherwise an integer. Throws [<module>] for anything else.
+std::optional<int64_t> context_dt_rank(VectorConfig& config);
+
+// The mixer slot's settings: config "mixer" ("attn" default), and the optional objects
+// "hyena" {l_max, filter_order, short_filter_order} and "mamba" {d_state, d_conv, expand,
+// dt_rank ("auto" or an integer)}, either of which may be null. Throws [<module>] for an
+// unknown nested key or a non-integer value.
+nn::context::MixerOptions context_mixer_options(VectorConfig& config, const std::string& module);
+
+}  // namespace lumen::cli

@@ -1,0 +1,16 @@
+// Shared by the spec-`diff` check-vectors adapters (diff_vectors.cpp, diff_vectors_models.cpp):
+// reading a vector's block keys against a lumen preset.
+#pragma once
+
+#include "conformance/op_vectors.h"
+#include "nn/block.h"
+
+namespace lumen::cli {
+
+// Returns `preset` after checking that every block key the vector has (attn_type, mlp_type,
+// norm_type, norm_eps, qkv_bias, mlp_bias, dgsa_lambda_init, q_residual, mlp_ratio or
+// ffn_expansion, ffn_hidden for the token width `dim`) equals the preset's value. Throws
+// [<module>] naming the first key that differs.
+nn::BlockOptions read_block_options(VectorCall& call, nn::BlockOptions preset, int64_t dim);
+
+}  // namespace lumen::cli

@@ -1,0 +1,106 @@
+// check-vectors adapters for the official SimA model parts of spec sfree_utnet (§2): SimA,
+// ClassAttention, ClassAttentionBlock, LPI, SimABlock and SimAVisionTransformer (module strings
+// "sfree_utnet.<official class>"; forward-only H, W under "forward"; BatchNorm in training mode
+// unless "mode" is "eval", handled by bind_module).
+#include "conformance/module_vectors.h"
+#include "models/sima_vit.h"
+
+namespace lumen::cli {
+
+namespace {
+
+using nn::sima::SimALayerOptions;
+
+// An integer of the config's "forward" object (forward-only arguments).
+int64_t forward_int(VectorCall& call, const char* key) {
+    const nlohmann::json& forward = call.config.get("forward");
+    LUMEN_CHECK(forward.is_object() && forward.contains(key) && forward[key].is_number_integer(),
+                call.module, "config 'forward' needs an integer '", key, "', got ", forward.dump());
+    return forward[key].get<int64_t>();
+}
+
+// The block keyword arguments; eta may be null (no gammas) or absent (`default_eta`).
+SimALayerOptions layer_options(VectorConfig& config, std::optional<double> default_eta) {
+    SimALayerOptions o;
+    o.mlp_ratio = config.get_double("mlp_ratio", 4.0);
+    o.qkv_bias = config.get_bool("qkv_bias", false);
+    o.drop = config.get_double("drop", 0.0);
+    o.attn_drop = config.get_double("attn_drop", 0.0);
+    o.norm_eps = config.get_double("norm_eps", 1e-6);
+    o.eta = default_eta;
+    if (config.has("eta")) {
+        o.eta = config.get("eta").is_null() ? std::nullopt
+                                            : std::optional<double>(config.get_double("eta", 1));
+    }
+    return o;
+}
+
+TensorMap output(const Tensor& y) { return {{"y", y}}; }
+
+const VectorAdapterRegistration kSimA("sfree_utnet.SimA", [](VectorCall& call) {
+    nn::sima::SimA attention(call.config.get_int("dim"), call.config.get_int("num_heads", 8),
+                             call.config.get_bool("qkv_bias", false),
+                             call.config.get_double("attn_drop", 0.0),
+                             call.config.get_double("proj_drop", 0.0));
+    bind_module(call, attention);
+    return output(attention.forward(call.input("x")));
+});
+
+const VectorAdapterRegistration kClassAttention("sfree_utnet.ClassAttention", [](VectorCall& call) {
+    nn::sima::ClassAttention attention(
+        call.config.get_int("dim"), call.config.get_int("num_heads", 8),
+        call.config.get_bool("qkv_bias", false), call.config.get_double("attn_drop", 0.0),
+        call.config.get_double("proj_drop", 0.0));
+    bind_module(call, attention);
+    return output(attention.forward(call.input("x")));
+});
+
+const VectorAdapterRegistration kClassAttentionBlock(
+    "sfree_utnet.ClassAttentionBlock", [](VectorCall& call) {
+        SimALayerOptions o = layer_options(call.config, std::nullopt);
+        o.tokens_norm = call.config.get_bool("tokens_norm", false);
+        nn::sima::ClassAttentionBlock block(call.config.get_int("dim"),
+                                            call.config.get_int("num_heads"), o);
+        bind_module(call, block);
+        return output(block.forward(call.input("x")));
+    });
+
+const VectorAdapterRegistration kLPI("sfree_utnet.LPI", [](VectorCall& call) {
+    nn::sima::LPI lpi(call.config.get_int("in_features"), call.config.get_int("kernel_size", 3),
+                      call.config.get_double("bn_eps", 1e-5));
+    bind_module(call, lpi);
+    return output(lpi.forward(call.input("x"), forward_int(call, "H"), forward_int(call, "W")));
+});
+
+const VectorAdapterRegistration kSimABlock("sfree_utnet.SimABlock", [](VectorCall& call) {
+    nn::sima::SimABlock block(call.config.get_int("dim"), call.config.get_int("num_heads"),
+                              layer_options(call.config, 1.0));
+    bind_module(call, block);
+    return output(block.forward(call.input("x"), forward_int(call, "H"), forward_int(call, "W")));
+});
+
+const VectorAdapterRegistration kSimAVisionTransformer(
+    "sfree_utnet.SimAVisionTransformer", [](VectorCall& call) {
+        VectorConfig& config = call.config;
+        models::SimAViTConfig c;
+        c.patch_size = config.get_int("patch_size", c.patch_size);
+        c.in_chans = config.get_int("in_chans", c.in_chans);
+        c.num_classes = config.get_int("num_classes", c.num_classes);
+        c.embed_dim = config.get_int("embed_dim", c.embed_dim);
+        c.depth = config.get_int("depth", c.depth);
+        c.num_heads = config.get_int("num_heads", c.num_heads);
+        c.mlp_ratio = config.get_double("mlp_ratio", c.mlp_ratio);
+        c.qkv_bias = config.get_bool("qkv_bias", c.qkv_bias);
+        c.cls_attn_layers = config.get_int("cls_attn_layers", c.cls_attn_layers);
+        c.use_pos = config.get_bool("use_pos", c.use_pos);
+        c.eta = config.get_double("eta", c.eta);
+        c.tokens_norm = config.get_bool("tokens_norm", c.tokens_norm);
+        c.norm_eps = config.get_double("norm_eps", c.norm_eps);
+        models::SimAVisionTransformer model(c);
+        bind_module(call, model);
+        return output(model.forward(call.input("x")));
+    });
+
+}  // namespace
+
+}  // namespace lumen::cli
