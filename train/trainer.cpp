@@ -60,9 +60,10 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
                 "grad_clip must be >= 0 and label_smoothing in [0, 1], got ", o.grad_clip, " and ",
                 o.label_smoothing);
     LUMEN_CHECK(train_data_->num_batches() > 0, "Trainer", "the training data has no batch");
-    LUMEN_CHECK(o.early_stopping >= 0 && (o.early_stopping == 0 || !o.checkpoint.best_metric.empty()),
-                "Trainer", "early stopping (", o.early_stopping,
-                " evaluations) needs a best metric to watch (checkpoint.best_metric)");
+    LUMEN_CHECK(
+        o.early_stopping >= 0 && (o.early_stopping == 0 || !o.checkpoint.best_metric.empty()),
+        "Trainer", "early stopping (", o.early_stopping,
+        " evaluations) needs a best metric to watch (checkpoint.best_metric)");
     if (!options_.task) {
         TaskOptions classify;
         classify.loss.label_smoothing = o.label_smoothing;
@@ -122,8 +123,8 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
         schedule_->apply(*optimizer_, step_);
     const Task& task = *options_.task;
     Tensor x = batch[0].to(options_.device), y = batch[1].to(options_.device);
-    std::vector<Tensor> outputs =
-        task.uses_all_outputs() ? model_->forward_outputs(x) : std::vector<Tensor>{model_->forward(x)};
+    std::vector<Tensor> outputs = task.uses_all_outputs() ? model_->forward_outputs(x)
+                                                          : std::vector<Tensor>{model_->forward(x)};
     Tensor loss = task.loss(outputs, y);
     const double value = loss.item<double>();
     if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
@@ -228,12 +229,9 @@ EvalResult Trainer::evaluate(BatchSource& data) {
 }
 
 void Trainer::save_checkpoint_now(std::optional<double> metric) {
-    nlohmann::json extra{{"train_seconds", train_seconds_},
-                         {"images", images_trained_},
-                         {"epoch_loss_sum", epoch_loss_sum_},
-                         {"epoch_seen", epoch_seen_},
-                         {"epoch_correct", epoch_correct_},
-                         {"early_stale", early_stale_}};
+    nlohmann::json extra{{"train_seconds", train_seconds_},   {"images", images_trained_},
+                         {"epoch_loss_sum", epoch_loss_sum_}, {"epoch_seen", epoch_seen_},
+                         {"epoch_correct", epoch_correct_},   {"early_stale", early_stale_}};
     if (early_best_) extra["early_best"] = *early_best_;
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
@@ -292,8 +290,8 @@ void Trainer::update_early_stopping(const MetricRecord& record, Progress& progre
     LUMEN_CHECK(it != record.values.end(), "Trainer", "early stopping watches '",
                 policy.best_metric, "', which the evaluation does not report");
     const double value = it->second;
-    const bool better = !early_best_ || (policy.higher_is_better ? value > *early_best_
-                                                                 : value < *early_best_);
+    const bool better =
+        !early_best_ || (policy.higher_is_better ? value > *early_best_ : value < *early_best_);
     if (better) {
         early_best_ = value;
         early_stale_ = 0;
@@ -377,16 +375,19 @@ void Trainer::print_summary_table(const TrainSummary& s) const {
     std::snprintf(rows[3], 64, "%.1f s", s.wall_seconds);
     std::snprintf(rows[4], 64, "%.1f", s.images_per_second);
     const std::vector<std::pair<std::string, std::string>> table = {
-        {"test " + primary, rows[0]},  {"test loss", rows[1]},
-        {"epochs", rows[2]},         {"wall time", rows[3]},
-        {"images/s", rows[4]},       {"device", device_text(options_.device)},
+        {"test " + primary, rows[0]}, {"test loss", rows[1]},
+        {"epochs", rows[2]},          {"wall time", rows[3]},
+        {"images/s", rows[4]},        {"device", device_text(options_.device)},
         {"run directory", s.run_dir}};
     size_t width = 0;
     for (const auto& row : table) width = std::max(width, row.second.size());
-    const std::string rule = "+---------------+" + std::string(width + 2, '-') + "+";
+    size_t names = 13;  // "run directory"; a task's metric name may be longer
+    for (const auto& row : table) names = std::max(names, row.first.size());
+    const std::string rule =
+        "+" + std::string(names + 2, '-') + "+" + std::string(width + 2, '-') + "+";
     out_ << rule << "\n";
     for (const auto& [name, value] : table) {
-        out_ << "| " << name << std::string(14 - name.size(), ' ') << "| " << value
+        out_ << "| " << name << std::string(names + 1 - name.size(), ' ') << "| " << value
              << std::string(width - value.size(), ' ') << " |\n";
     }
     out_ << rule << "\n" << std::flush;
