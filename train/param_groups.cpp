@@ -27,10 +27,11 @@ std::string leaf(const std::string& name) {
     return dot == std::string::npos ? name : name.substr(dot + 1);
 }
 
-bool is_exempt(const std::string& full, const std::string& owner_type,
+bool is_exempt(const std::string& full, const std::string& owner_type, int64_t ndim,
                const WeightDecayExemptions& rules) {
     const std::string own = leaf(full);
     if (rules.biases && own == "bias") return true;
+    if (rules.below_2d) return ndim < 2;
     if (rules.norm_weights && (is_norm_type(owner_type) || ends_with(full, "subln.weight")))
         return true;
     if (rules.embeddings) {
@@ -51,7 +52,7 @@ std::vector<std::string> weight_decay_exempt_names(const nn::Module& module,
     for (auto& [prefix, child] : mutable_module.named_modules()) {
         for (auto& [name, tensor] : child->named_parameters(false)) {
             std::string full = prefix.empty() ? name : prefix + "." + name;
-            if (is_exempt(full, child->type_name(), rules)) exempt.insert(full);
+            if (is_exempt(full, child->type_name(), tensor.ndim(), rules)) exempt.insert(full);
         }
     }
     std::vector<std::string> ordered;

@@ -20,6 +20,9 @@ struct WeightDecayExemptions {
     bool biases = true;
     bool norm_weights = true;
     bool embeddings = true;
+    // The official PVT-GDLA rule (spec gdla 6) instead of the last two: every parameter with
+    // fewer than 2 dims is exempt (so its [h, dh] lambdas decay, its 1-D ones do not).
+    bool below_2d = false;
 };
 
 // The dotted names of the parameters of `module` (in named_parameters order) that `rules`

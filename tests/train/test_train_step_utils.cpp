@@ -57,6 +57,22 @@ models::ViTConfig tiny_dgvit() {
 
 }  // namespace
 
+TEST_CASE("weight_decay_groups with PVT-GDLA's rule exempt every parameter below 2 dims",
+          "[train][param_groups]") {
+    models::ViT model(tiny_dgvit());
+    std::vector<std::string> exempt = train::weight_decay_exempt_names(model, {.below_2d = true});
+    size_t below = 0;
+    for (const auto& [name, p] : model.named_parameters()) {
+        INFO(name);
+        const bool listed = std::find(exempt.begin(), exempt.end(), name) != exempt.end();
+        CHECK(listed == (p.ndim() < 2));
+        below += p.ndim() < 2;
+    }
+    CHECK(exempt.size() == below);
+    // The class token and position table (3-D) decay under this rule.
+    CHECK(std::find(exempt.begin(), exempt.end(), "pos_embed") == exempt.end());
+}
+
 TEST_CASE("weight_decay_groups exempt biases, norm weights and embeddings of a DGViT",
           "[train][param_groups]") {
     models::ViT model(tiny_dgvit());

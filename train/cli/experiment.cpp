@@ -92,6 +92,10 @@ std::vector<Spec> optim_schedule_specs() {
         {"optim.momentum", 0.9, "SGD momentum", {}, kNonNegative},
         {"optim.nesterov", false, "SGD Nesterov momentum"},
         {"optim.no_decay", false, "exempt biases, norm weights and embeddings from decay"},
+        {"optim.no_decay_rule", std::string("names"),
+         "no_decay: names (biases, norm weights, embeddings: timm's rule) or below_2d (biases "
+         "and every parameter with fewer than 2 dims: the official PVT-GDLA rule)",
+         Strings{"names", "below_2d"}},
         {"optim.lr_mult", std::string(""),
          "per-module learning-rate multipliers: 'prefix=factor,...' on parameter names, the "
          "longest matching prefix wins (e.g. 'backbone.=0.1')"},
@@ -296,18 +300,16 @@ void check_model_fits_data(const nn::Options& config, const DataShape& data,
                    " but the model (", name, ") expects ", model_value, " (model.", key, ")");
     };
     auto kind_text = [](const std::string& kind) {
-        return kind == "bag" ? std::string("feature bags")
+        return kind == "bag"      ? std::string("feature bags")
                : kind == "tokens" ? std::string("token sequences")
                                   : std::string("images or volumes");
     };
     LUMEN_CHECK(input.kind == data.kind, "config", "the data (", data.dataset, ") gives ",
-                kind_text(data.kind), " but the model (", name, ") takes ",
-                kind_text(input.kind));
+                kind_text(data.kind), " but the model (", name, ") takes ", kind_text(input.kind));
     const std::string task = task_kind(config, data);
     const bool dense = task != "classification";
-    LUMEN_CHECK((input.output == "dense") == dense, "config", "the ", task, " task (",
-                data.dataset, ") needs ",
-                dense ? "a dense output map per example" : "one prediction per example",
+    LUMEN_CHECK((input.output == "dense") == dense, "config", "the ", task, " task (", data.dataset,
+                ") needs ", dense ? "a dense output map per example" : "one prediction per example",
                 " but the model (", name, ") gives ",
                 input.output == "dense" ? "a dense map" : "class logits",
                 input.output == "dense" ? " (choose a classification head: model.decoder linear)"
@@ -320,8 +322,9 @@ void check_model_fits_data(const nn::Options& config, const DataShape& data,
                     ") has a vocabulary of ", data.vocab_size, " tokens but the model (", name,
                     ") embeds ", input.vocab_size, " (model.vocab_size; 0 takes the data's)");
         if (input.max_len < data.max_length)
-            mismatch("sequences up to", std::to_string(data.max_length) + " tokens (data.max_length)",
-                     "max_len", std::to_string(input.max_len));
+            mismatch("sequences up to",
+                     std::to_string(data.max_length) + " tokens (data.max_length)", "max_len",
+                     std::to_string(input.max_len));
     }
     if (data.kind == "image") {
         if (input.in_chans != data.channels)
@@ -334,14 +337,14 @@ void check_model_fits_data(const nn::Options& config, const DataShape& data,
                        name, ") is ", input.spatial_dims, "-D",
                        dims == 3 ? " (train a 2-D model on slices: the npz_slices layout)" : "");
         if (!input.img_size.empty() && input.img_size != data.img_size)
-            mismatch("training examples of size", nn::format_option(data.img_size),
-                     input.size_key, nn::format_option(input.img_size) +
-                                         " (set data.patch_size or data.image_size to it)");
+            mismatch("training examples of size", nn::format_option(data.img_size), input.size_key,
+                     nn::format_option(input.img_size) +
+                         " (set data.patch_size or data.image_size to it)");
         for (int64_t size : data.img_size)
             if (size % input.size_multiple != 0)
-                mismatch("training examples of size", nn::format_option(data.img_size),
-                         "name", "sizes divisible by " + std::to_string(input.size_multiple) +
-                                     " (set data.patch_size or data.image_size)");
+                mismatch("training examples of size", nn::format_option(data.img_size), "name",
+                         "sizes divisible by " + std::to_string(input.size_multiple) +
+                             " (set data.patch_size or data.image_size)");
     }
     if (task == "enhancement" && input.num_classes != data.channels)
         mismatch("targets with channels", std::to_string(data.channels), input.classes_key,
@@ -367,8 +370,8 @@ std::shared_ptr<nn::Module> build_model(const nn::Options& config, const DataSha
                                  .target_prefix = config.get_string("model.init_prefix"),
                                  .key_map = config.get_string("model.init_key_map"),
                                  .strict = config.get_bool("model.init_strict")};
-        train::InitReport report = with_config_keys(
-            "model.init_from, model.init_*", [&] { return train::init_from(*model, o); });
+        train::InitReport report = with_config_keys("model.init_from, model.init_*",
+                                                    [&] { return train::init_from(*model, o); });
         if (log) *log << train::format_init_report(report, o) << "\n";
     }
     return model;
@@ -388,15 +391,14 @@ std::vector<train::ParamGroup> with_lr_multipliers(const nn::Options& config,
     for (std::string item; std::getline(in, item, ',');) {
         const size_t eq = item.find('=');
         LUMEN_CHECK(eq != std::string::npos && eq > 0, "config",
-                    "optim.lr_mult needs 'prefix=factor' items separated by ',', got '", item,
-                    "'");
+                    "optim.lr_mult needs 'prefix=factor' items separated by ',', got '", item, "'");
         const std::string number = item.substr(eq + 1);
         char* end = nullptr;
         const double factor = std::strtod(number.c_str(), &end);
         LUMEN_CHECK(!number.empty() && end == number.c_str() + number.size() &&
                         std::isfinite(factor) && factor >= 0,
-                    "config", "optim.lr_mult: '", number,
-                    "' is not a finite number >= 0 (in '", item, "')");
+                    "config", "optim.lr_mult: '", number, "' is not a finite number >= 0 (in '",
+                    item, "')");
         rules.emplace_back(item.substr(0, eq), factor);
     }
     std::map<const void*, std::string> names;
@@ -418,8 +420,10 @@ std::vector<train::ParamGroup> with_lr_multipliers(const nn::Options& config,
         std::map<double, train::ParamGroup> parts;
         for (const Tensor& p : group.params) {
             const double factor = factor_of(p);
-            auto it = parts.try_emplace(factor, train::ParamGroup{{}, group.lr * factor,
-                                                                  group.weight_decay, factor})
+            auto it = parts
+                          .try_emplace(
+                              factor,
+                              train::ParamGroup{{}, group.lr * factor, group.weight_decay, factor})
                           .first;
             it->second.params.push_back(p);
         }
@@ -436,7 +440,8 @@ std::unique_ptr<train::Optimizer> make_optimizer(const nn::Options& config, nn::
                  decay = config.get_double("optim.weight_decay");
     std::vector<train::ParamGroup> groups;
     if (config.get_bool("optim.no_decay"))
-        groups = train::weight_decay_groups(model, lr, decay);
+        groups = train::weight_decay_groups(
+            model, lr, decay, {.below_2d = config.get_string("optim.no_decay_rule") == "below_2d"});
     else
         groups = {{model.parameters(), lr, decay}};
     groups = with_lr_multipliers(config, model, std::move(groups));
