@@ -206,6 +206,67 @@ void organs3d(const std::string& dir, uint64_t seed, std::ostream& out) {
            "liver, 2 kidney, 3 spleen; test labels in labelsTs) and dataset.json\n";
 }
 
+// ---- lesions3d ----
+
+// A CT-like volume of varying size and spacing holding one lesion of the class: a cyst (a
+// round, water-dense, smooth lesion), a solid mass (denser than the tissue around it, textured)
+// or a calcified nodule (soft tissue inside a bright rim).
+void lesions3d(const std::string& dir, uint64_t seed, std::ostream& out) {
+    const char* classes[3] = {"calcified", "cyst", "solid"};
+    const int64_t per_class_train = 100, per_class_test = 20;
+    for (const char* split : {"train", "test"})
+        for (const char* name : classes) fs::create_directories(dir + "/" + split + "/" + name);
+    const int64_t cases = 3 * (per_class_train + per_class_test);
+    for (int64_t n = 0; n < cases; ++n) {
+        Generator g(derive_seed(seed, uint64_t(n)));
+        RandomStream r(g);
+        const int kind = int(n % 3);
+        const int64_t I = 28 + int64_t(r.below(9)), J = 28 + int64_t(r.below(9)),
+                      K = 20 + int64_t(r.below(9));
+        const double radius = r.uniform(4.0, 6.5);
+        // The lesion's centre lies well inside the body ellipsoid.
+        const double centre[3] = {I / 2.0 + r.uniform(-4, 4), J / 2.0 + r.uniform(-4, 4),
+                                  K / 2.0 + r.uniform(-3, 3)};
+        const double body[3] = {I / 2.0 - 1, J / 2.0 - 1, K / 2.0};
+        Tensor image = empty({I, J, K}, DType::int32);
+        int32_t* hu = static_cast<int32_t*>(image.data_ptr());
+        float a = 0, b = 0;
+        for (int64_t i = 0; i < I; ++i)
+            for (int64_t j = 0; j < J; ++j)
+                for (int64_t k = 0; k < K; ++k) {
+                    const double p[3] = {double(i), double(j), double(k)};
+                    double in_body = 0, d = 0;
+                    for (int c = 0; c < 3; ++c) {
+                        in_body += std::pow((p[c] - body[c] + 0.5) / body[c], 2);
+                        d += std::pow(p[c] - centre[c], 2);
+                    }
+                    d = std::sqrt(d) / radius;  // 1 on the lesion's surface
+                    r.normal_pair(a, b);
+                    double value = in_body <= 1 ? 40 + 12 * a : -1000;
+                    if (d <= 1) {
+                        if (kind == 0)  // calcified: a bright rim around soft tissue
+                            value = d > 0.6 ? 500 + 60 * a : 40 + 12 * a;
+                        else if (kind == 1)  // cyst: water, smooth
+                            value = 5 + 4 * a;
+                        else  // solid: enhancing, textured
+                            value = 120 + 25 * a;
+                    }
+                    hu[(i * J + j) * K + k] = int32_t(std::lround(value + 6 * b));
+                }
+        const double s = r.uniform(0.7, 1.2), sk = r.uniform(1.0, 2.5);
+        std::array<double, 16> affine = {s, 0, 0,  -s * I / 2,  0, s, 0, -s * J / 2,
+                                         0, 0, sk, -sk * K / 2, 0, 0, 0, 1};
+        const bool train = n < 3 * per_class_train;
+        const std::string path = dir + "/" + (train ? "train/" : "test/") + classes[kind] + "/" +
+                                 case_name("lesion_", n, 3) + ".nii.gz";
+        write_nifti(path, image, nifti_header_from_affine(affine));
+    }
+    out << "wrote lesions3d to " << dir << ": " << 3 * per_class_train << " training and "
+        << 3 * per_class_test
+        << " test CT-like volumes (28-36 x 28-36 x 20-28, NIfTI) in train/ and test/, one "
+           "folder per class (calcified, cyst, solid)\n";
+}
+
 // ---- fmnist_denoise ----
 
 void fmnist_denoise(const std::string& dir, uint64_t seed, std::ostream& out,
@@ -326,13 +387,14 @@ void text(const std::string& dir, uint64_t seed, std::ostream& out) {
 }  // namespace
 
 std::vector<std::string> demo_names() {
-    return {"shapes2d", "organs3d", "fmnist_denoise", "bags", "text"};
+    return {"shapes2d", "organs3d", "lesions3d", "fmnist_denoise", "bags", "text"};
 }
 
 void make_demo(const std::string& name, const std::string& directory, uint64_t seed,
                std::ostream& out, const std::string& fashion_mnist_dir) {
     if (name == "shapes2d") return shapes2d(directory, seed, out);
     if (name == "organs3d") return organs3d(directory, seed, out);
+    if (name == "lesions3d") return lesions3d(directory, seed, out);
     if (name == "fmnist_denoise") return fmnist_denoise(directory, seed, out, fashion_mnist_dir);
     if (name == "bags") return bags(directory, seed, out);
     if (name == "text") return text(directory, seed, out);

@@ -8,6 +8,10 @@
 //                  orientation varying by case) with label maps (1 liver, 2 kidneys, 3 spleen)
 //                  and a Medical Segmentation Decathlon dataset.json: imagesTr, labelsTr,
 //                  imagesTs and labelsTs (24 + 6 cases).
+//   lesions3d      CT-like NIfTI volumes (28-36 x 28-36 x 20-28, int32 Hounsfield units,
+//                  spacing varying by case) with one lesion each, classified by folder as
+//                  volume_folder reads them: train/<class>/ and test/<class>/ for calcified,
+//                  cyst and solid (300 + 60 cases).
 //   fmnist_denoise Fashion-MNIST clean/noisy pairs (Gaussian noise, sigma 0.2 on [0, 1]):
 //                  train.npz and test.npz with "image" (noisy) and "target" (clean), (N, 28, 28)
 //                  float32 (2000 + 500 images; needs the Fashion-MNIST files).

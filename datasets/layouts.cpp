@@ -43,7 +43,7 @@ std::vector<fs::path> list_files(const fs::path& dir, const std::vector<std::str
     for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
         const std::string name = entry.path().filename().string();
         if (name.empty() || name[0] == '.' || !entry.is_regular_file()) continue;
-        const std::string extension = lower(entry.path().extension().string());
+        const std::string extension = extension_of(entry.path());
         if (extensions.empty() ||
             std::find(extensions.begin(), extensions.end(), extension) != extensions.end())
             files.push_back(entry.path());
@@ -67,6 +67,40 @@ std::string stem_of(const fs::path& path) {
     if (name.size() > 7 && lower(name.substr(name.size() - 7)) == ".nii.gz")
         return name.substr(0, name.size() - 7);
     return path.stem().string();
+}
+
+std::string extension_of(const fs::path& path) {
+    const std::string name = path.filename().string();
+    if (name.size() > 7 && lower(name.substr(name.size() - 7)) == ".nii.gz") return ".nii.gz";
+    return lower(path.extension().string());
+}
+
+std::map<std::string, std::vector<CaseInfo>> class_folder_cases(
+    const LayoutOptions& options, LayoutData& data, const std::vector<std::string>& extensions) {
+    const fs::path root = options.root;
+    require_dir(root / "train", options, "ROOT/train/<class>/ holds the training examples");
+    const std::vector<std::string> classes = list_dirs(root / "train");
+    LUMEN_CHECK(!classes.empty(), "layout", where(options), ": no class folders in ",
+                (root / "train").string());
+    std::map<std::string, std::vector<CaseInfo>> splits;
+    for (const char* split : {"train", "val", "test"}) {
+        const fs::path dir = root / split;
+        data.looked_for[split] = "folder " + dir.string() + "/<class>/";
+        if (!fs::is_directory(dir)) continue;
+        std::vector<CaseInfo>& cases = splits[split];
+        for (const std::string& name : list_dirs(dir)) {
+            // torchvision takes the classes from each folder; one list for all splits keeps
+            // the ids of val and test equal to train's.
+            auto found = std::find(classes.begin(), classes.end(), name);
+            LUMEN_CHECK(found != classes.end(), "layout", where(options), ": class folder ",
+                        (dir / name).string(), " is not a class of the train split ", classes);
+            for (const fs::path& path : list_files(dir / name, extensions))
+                cases.push_back({stem_of(path), path.string(), "", found - classes.begin()});
+        }
+    }
+    data.class_names = classes;
+    data.num_classes = int64_t(classes.size());
+    return splits;
 }
 
 std::pair<std::vector<int64_t>, std::vector<int64_t>> split_indices(int64_t n,
@@ -190,8 +224,8 @@ const LayoutSplit& LayoutData::split(const std::string& name) const {
 }
 
 std::vector<std::string> layout_names() {
-    return {"image_folder", "image_mask", "decathlon", "npz_slices", "npz_pairs", "bags",
-            "text_csv"};
+    return {"image_folder", "image_mask", "decathlon", "volume_folder",
+            "npz_slices",   "npz_pairs",  "bags",      "text_csv"};
 }
 
 namespace {
@@ -199,8 +233,9 @@ namespace {
 void check_options(const LayoutOptions& o) {
     const std::string& name = o.layout;
     const bool images = name == "image_folder" || name == "image_mask";
-    LUMEN_CHECK(!o.root.empty() || (name == "image_mask" && !o.manifest.empty()), "layout", name,
-                ": no root folder given");
+    LUMEN_CHECK(!o.root.empty() ||
+                    ((name == "image_mask" || name == "volume_folder") && !o.manifest.empty()),
+                "layout", name, ": no root folder given");
     LUMEN_CHECK(o.val_fraction >= 0.0 && o.val_fraction < 1.0, "layout", where(o),
                 ": val_fraction ", o.val_fraction, " is outside [0, 1)");
     LUMEN_CHECK(o.image_size.empty() || images, "layout", where(o),
@@ -217,8 +252,9 @@ void check_options(const LayoutOptions& o) {
                 " (expected 0, 1 or 3, for image_folder and image_mask only)");
     LUMEN_CHECK(o.mask_mode == "index" || o.mask_mode == "binary", "layout", where(o),
                 ": mask_mode '", o.mask_mode, "' (expected index or binary)");
-    LUMEN_CHECK(o.manifest.empty() || name == "image_mask" || name == "bags", "layout", where(o),
-                ": a manifest applies to image_mask and bags only");
+    LUMEN_CHECK(
+        o.manifest.empty() || name == "image_mask" || name == "volume_folder" || name == "bags",
+        "layout", where(o), ": a manifest applies to image_mask, volume_folder and bags only");
     LUMEN_CHECK(o.max_length >= 0 && o.max_vocab >= 0 && o.min_count >= 1, "layout", where(o),
                 ": max_length ", o.max_length, ", max_vocab ", o.max_vocab, ", min_count ",
                 o.min_count, " (expected >= 0, >= 0, >= 1)");
@@ -235,6 +271,7 @@ LayoutData load_layout(const LayoutOptions& options) {
     if (name == "image_folder") return load_image_folder(options);
     if (name == "image_mask") return load_image_mask(options);
     if (name == "decathlon") return load_decathlon(options);
+    if (name == "volume_folder") return load_volume_folder(options);
     if (name == "npz_slices") return load_npz_slices(options);
     if (name == "npz_pairs") return load_npz_pairs(options);
     if (name == "bags") return load_bags(options);
@@ -245,11 +282,12 @@ Example read_layout_input(const LayoutOptions& options, const std::string& path)
     const std::string& name = options.layout;
     if (name == "image_folder" || name == "image_mask") return image_input(options, path);
     if (name == "decathlon") return volume_input(path);
+    if (name == "volume_folder") return volume_file_input(path);
     if (name == "npz_slices") return npz_input(path);
     if (name == "bags") return {read_feature_bag(path)};
     LUMEN_FAIL("layout", name, " has no per-file input to predict from (", path,
-               "); predictions read image_folder, image_mask, decathlon, npz_slices and bags "
-               "inputs");
+               "); predictions read image_folder, image_mask, decathlon, volume_folder, "
+               "npz_slices, bags and text_csv inputs");
 }
 
 NiftiHeader read_case_header(const CaseInfo& info) {

@@ -1,6 +1,7 @@
 // Dataset layouts: the folder and file arrangements the medical-imaging and text communities
 // share data in (torchvision's ImageFolder, image/mask folders, the Medical Segmentation
-// Decathlon's dataset.json, TransUNet's .npz slices, MIL feature bags, labelled CSV text),
+// Decathlon's dataset.json, class-labelled volumes, TransUNet's .npz slices, MIL feature bags,
+// labelled CSV text),
 // each read into train / val / test datasets. Decoding is left to the readers (image.h,
 // nifti.h, npy.h, text.h); batching to loader.h.
 #pragma once
@@ -19,13 +20,14 @@ namespace lumen::datasets {
 
 // What to read, and how. Paths are used as given (relative ones from the working directory).
 struct LayoutOptions {
-    // image_folder, image_mask, decathlon, npz_slices, npz_pairs, bags or text_csv
-    // (layout_names()).
+    // image_folder, image_mask, decathlon, volume_folder, npz_slices, npz_pairs, bags or
+    // text_csv (layout_names()).
     std::string layout;
     std::string root;
     // image_mask: a CSV with columns image, mask and optionally split (paths relative to the
-    // CSV's folder), instead of ROOT/<split>/images and masks. bags: the labels CSV (default
-    // ROOT/labels.csv).
+    // CSV's folder), instead of ROOT/<split>/images and masks. volume_folder: a CSV with columns
+    // image, label and optionally split (paths relative to the CSV's folder), instead of
+    // ROOT/<split>/<class>/. bags: the labels CSV (default ROOT/labels.csv).
     std::string manifest;
     // image_folder, image_mask: (H, W) to resize every image to (bilinear, masks nearest);
     // empty: all images must have one size.
@@ -92,6 +94,10 @@ struct LayoutData {
 //                 a 4-D (i, j, k, m) image has C = m), label (i, j, k) int64, when known,
 //                 affine (4, 4) float64 (the image's img.affine; see sample.h)};
 //                 test labels from labelsTs/ beside imagesTs/ when every test case has one
+//   volume_folder ROOT/<split>/<class>/*.nii|nii.gz|npy (ImageFolder's arrangement), or a
+//                 manifest -> {image (C, i, j, k) float32 (NIfTI as decathlon; .npy (i, j, k)
+//                 or (C, i, j, k)), label () int64, affine (4, 4) float64 (identity for .npy)};
+//                 sizes may differ (a config resizes them: data.resize)
 //   npz_slices    ROOT/<split>/*.npz, or ROOT/*.npz listed by ROOT/<split>.txt or
 //                 ROOT/lists/<split>.txt (TransUNet), "image" (H, W) or (D, H, W) and "label"
 //                 -> {image (1, H, W) or (1, D, H, W) float32, label (H, W) or (D, H, W) int64}
@@ -118,11 +124,21 @@ std::vector<std::string> layout_names();
 //   image_folder, image_mask  an image -> {(C, H, W) float32 in [0, 1]} with options.channels,
 //                             resized to options.image_size when given (bilinear)
 //   decathlon                 a NIfTI volume -> {(C, i, j, k) float32, affine (4, 4) float64}
+//   volume_folder             a NIfTI or .npy volume -> the same
 //   npz_slices                an .npz's "image" -> {(1, *spatial) float32}
 //   bags                      a .npy or .safetensors bag -> {(N, D) float32}
 // Throws [layout] for another layout (npz_pairs and text_csv have no per-file input) and the
 // readers' errors.
 Example read_layout_input(const LayoutOptions& options, const std::string& path);
+
+// The texts of one input file of the text_csv layout, tokenized and encoded as its cases are
+// (options.vocabulary, which must be set: the run's; lowercase; max_length): a .csv or .tsv
+// gives one text per row of options.text_column (named "<file>:<row>", rows from 1; other
+// columns ignored), any other file one text, its whole content (named by the path). Returns
+// (name, tokens (L) int64) pairs; a text of no tokens gives one <unk>, as the model needs one.
+// Throws [layout] without a vocabulary, and read_csv's errors.
+std::vector<std::pair<std::string, Tensor>> read_text_inputs(const LayoutOptions& options,
+                                                             const std::string& path);
 
 // The NIfTI header of a decathlon case's image, to write a prediction with its geometry
 // (write_nifti(path, prediction, header)); header.affine() is its voxel-to-world map. Reads the

@@ -40,8 +40,19 @@ std::vector<fs::path> list_files(const fs::path& dir, const std::vector<std::str
 // The sorted, non-hidden sub-folders of `dir`.
 std::vector<std::string> list_dirs(const fs::path& dir);
 inline const std::vector<std::string> kImageExtensions = {".png", ".jpg", ".jpeg", ".bmp", ".tga"};
+inline const std::vector<std::string> kVolumeExtensions = {".nii", ".nii.gz", ".npy"};
 // The file name without its extension; ".nii.gz" counts as one extension.
 std::string stem_of(const fs::path& path);
+// The lower-cased extension of `path`, ".nii.gz" as one.
+std::string extension_of(const fs::path& path);
+
+// torchvision's ImageFolder arrangement, ROOT/<split>/<class>/<file> with an extension of
+// `extensions`: the cases of each split present (class ids from the sorted class folders of
+// train/, which val/ and test/ must use too), with data.looked_for and data.class_names set.
+// Throws [layout] for a missing ROOT/train, no class folders, or a class folder in val/ or test/
+// that train/ does not have.
+std::map<std::string, std::vector<CaseInfo>> class_folder_cases(
+    const LayoutOptions& options, LayoutData& data, const std::vector<std::string>& extensions);
 
 // The indices [0, n) split into (kept, moved to val): round(fraction * n) of them, the first
 // of random_permutation(n, Generator(seed)); both lists sorted. Throws [layout] when that
@@ -78,6 +89,14 @@ class LabelMap {
     std::map<std::string, int64_t> ids_;
 };
 
+// The cases of a labelled CSV (columns `key`, label and optionally split: train, val or test;
+// every row in train without it): case(value of `key`, "<csv>: row <n>") makes each case;
+// labels are numbered by LabelMap over the train rows, then val_fraction moves train cases to
+// val. Sets data.looked_for, class_names and num_classes.
+std::map<std::string, std::vector<CaseInfo>> labelled_csv_cases(
+    const std::string& csv, const std::string& key, const LayoutOptions& options, LayoutData& data,
+    const std::function<CaseInfo(const std::string&, const std::string&)>& make);
+
 // Adds the split `name` to `data`: one example per case, made by load(case).
 void add_split(LayoutData& data, const std::string& name, std::vector<CaseInfo> cases,
                std::function<Example(const CaseInfo&)> load);
@@ -95,9 +114,13 @@ LayoutData load_image_mask(const LayoutOptions& options);
 LayoutData load_decathlon(const LayoutOptions& options);
 LayoutData load_npz_slices(const LayoutOptions& options);
 LayoutData load_npz_pairs(const LayoutOptions& options);
+LayoutData load_volume_folder(const LayoutOptions& options);
 // One input of an image layout, a decathlon volume, an npz slice (read_layout_input).
 Example image_input(const LayoutOptions& options, const std::string& path);
 Example volume_input(const std::string& path);
+// A volume_folder input: a NIfTI volume as volume_input, or an .npy (i, j, k) or (C, i, j, k)
+// with the identity affine.
+Example volume_file_input(const std::string& path);
 Example npz_input(const std::string& path);
 LayoutData load_bags(const LayoutOptions& options);
 LayoutData load_text_csv(const LayoutOptions& options);

@@ -145,31 +145,10 @@ void mask_manifest(const LayoutOptions& options, LayoutData& data,
 
 LayoutData load_image_folder(const LayoutOptions& options) {
     LayoutData data{options.layout, options.root};
-    const fs::path root = options.root;
-    require_dir(root / "train", options, "ROOT/train/<class>/ holds the training images");
-    const std::vector<std::string> classes = list_dirs(root / "train");
-    LUMEN_CHECK(!classes.empty(), "layout", where(options), ": no class folders in ",
-                (root / "train").string());
-    std::map<std::string, std::vector<CaseInfo>> splits;
-    for (const char* split : {"train", "val", "test"}) {
-        const fs::path dir = root / split;
-        data.looked_for[split] = "folder " + dir.string() + "/<class>/";
-        if (!fs::is_directory(dir)) continue;
-        std::vector<CaseInfo>& cases = splits[split];
-        for (const std::string& name : list_dirs(dir)) {
-            // torchvision takes the classes from each folder; one list for all splits keeps
-            // the ids of val and test equal to train's.
-            auto found = std::find(classes.begin(), classes.end(), name);
-            LUMEN_CHECK(found != classes.end(), "layout", where(options), ": class folder ",
-                        (dir / name).string(), " is not a class of the train split ", classes);
-            for (const fs::path& path : list_files(dir / name, kImageExtensions))
-                cases.push_back({stem_of(path), path.string(), "", found - classes.begin()});
-        }
-    }
+    std::map<std::string, std::vector<CaseInfo>> splits =
+        class_folder_cases(options, data, kImageExtensions);
     split_off_val(splits, options);
     const SizeRule rule = probe(splits, data, options);
-    data.class_names = classes;
-    data.num_classes = int64_t(classes.size());
     const int64_t channels = data.channels;
     for (auto& [name, cases] : splits)
         add_split(data, name, std::move(cases), [rule, channels](const CaseInfo& c) {

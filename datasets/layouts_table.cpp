@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "datasets/layouts_common.h"
 #include "datasets/npy.h"
 #include "datasets/text.h"
@@ -53,6 +54,22 @@ std::map<std::string, std::vector<CaseInfo>> label_rows(
 
 }  // namespace
 
+std::map<std::string, std::vector<CaseInfo>> labelled_csv_cases(
+    const std::string& csv, const std::string& key, const LayoutOptions& options, LayoutData& data,
+    const std::function<CaseInfo(const std::string&, const std::string&)>& make) {
+    const CsvTable table = read_csv(csv);
+    const size_t column = table.column(key, csv), label = table.column("label", csv);
+    for (const char* split : {"train", "val", "test"})
+        data.looked_for[split] = "rows of split '" + std::string(split) + "' in " + csv;
+    std::map<std::string, std::vector<Row>> rows;
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+        const std::string at = csv + ": row " + std::to_string(r + 2);
+        rows[row_split(table, r, at)].push_back(
+            {make(table.rows[r][column], at), table.rows[r][label], "", at});
+    }
+    return label_rows(rows, options, csv, data);
+}
+
 LayoutData load_bags(const LayoutOptions& options) {
     LayoutData data{options.layout, options.root};
     const fs::path bags = fs::path(options.root) / "bags";
@@ -60,22 +77,14 @@ LayoutData load_bags(const LayoutOptions& options) {
     const std::string csv = options.manifest.empty()
                                 ? (fs::path(options.root) / "labels.csv").string()
                                 : options.manifest;
-    const CsvTable table = read_csv(csv);
-    const size_t slide = table.column("slide", csv), label = table.column("label", csv);
-    for (const char* split : {"train", "val", "test"})
-        data.looked_for[split] = "rows of split '" + std::string(split) + "' in " + csv;
-    std::map<std::string, std::vector<Row>> rows;
-    for (size_t r = 0; r < table.rows.size(); ++r) {
-        const std::string at = csv + ": row " + std::to_string(r + 2);
-        const std::string& name = table.rows[r][slide];
-        fs::path file = bags / (name + ".npy");
-        if (!fs::is_regular_file(file)) file = bags / (name + ".safetensors");
-        LUMEN_CHECK(!name.empty() && fs::is_regular_file(file), "layout", at, ": no bag ",
-                    (bags / name).string(), ".npy or .safetensors for slide '", name, "'");
-        rows[row_split(table, r, at)].push_back(
-            {{name, file.string(), "", -1}, table.rows[r][label], "", at});
-    }
-    std::map<std::string, std::vector<CaseInfo>> splits = label_rows(rows, options, csv, data);
+    std::map<std::string, std::vector<CaseInfo>> splits = labelled_csv_cases(
+        csv, "slide", options, data, [&](const std::string& name, const std::string& at) {
+            fs::path file = bags / (name + ".npy");
+            if (!fs::is_regular_file(file)) file = bags / (name + ".safetensors");
+            LUMEN_CHECK(!name.empty() && fs::is_regular_file(file), "layout", at, ": no bag ",
+                        (bags / name).string(), ".npy or .safetensors for slide '", name, "'");
+            return CaseInfo{name, file.string(), "", -1};
+        });
     // Every bag must have the first train bag's feature size D; N varies.
     const int64_t features = read_feature_bag(splits["train"].front().image).size(1);
     const std::string reference = splits["train"].front().image;
@@ -142,3 +151,30 @@ LayoutData load_text_csv(const LayoutOptions& options) {
 }
 
 }  // namespace lumen::datasets::layout_detail
+
+namespace lumen::datasets {
+
+std::vector<std::pair<std::string, Tensor>> read_text_inputs(const LayoutOptions& options,
+                                                             const std::string& path) {
+    LUMEN_CHECK(options.vocabulary != nullptr, "layout", path,
+                ": text inputs need the run's vocabulary");
+    auto encode = [&](const std::string& text) {
+        std::vector<std::string> tokens = tokenize(text, options.lowercase);
+        if (tokens.empty()) return from_vector(std::vector<int64_t>{Vocabulary::kUnk}, {1});
+        return options.vocabulary->encode(tokens, options.max_length);
+    };
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    const std::string ext = layout_detail::extension_of(path);
+    if (ext != ".csv" && ext != ".tsv") {
+        // A plain text file: one text (CSV's bound, 2 GiB).
+        inputs.emplace_back(path, encode(read_file(path, "layout", uint64_t(2) << 30, "a text")));
+        return inputs;
+    }
+    const CsvTable table = read_csv(path);
+    const size_t text = table.column(options.text_column, path);
+    for (size_t r = 0; r < table.rows.size(); ++r)
+        inputs.emplace_back(path + ":" + std::to_string(r + 1), encode(table.rows[r][text]));
+    return inputs;
+}
+
+}  // namespace lumen::datasets

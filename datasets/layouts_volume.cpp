@@ -1,6 +1,8 @@
 // The volume layouts: decathlon (the Medical Segmentation Decathlon's ROOT/dataset.json, which
-// nnU-Net's raw data format follows: imagesTr, labelsTr, imagesTs) and npz_slices (TransUNet's
-// Synapse .npz files: one "image" and "label" per 2-D slice, or per 3-D test volume).
+// nnU-Net's raw data format follows: imagesTr, labelsTr, imagesTs), volume_folder (class-labelled
+// volumes for 3-D classification: ImageFolder's arrangement or a CSV of image and label, as
+// MedMNIST-3D and ADNI-style studies ship) and npz_slices (TransUNet's Synapse .npz files: one
+// "image" and "label" per 2-D slice, or per 3-D test volume).
 #include <algorithm>
 
 #include "core/error.h"
@@ -176,6 +178,54 @@ Example volume_input(const std::string& path) {
             from_vector(std::vector<double>(matrix.begin(), matrix.end()), {4, 4})};
 }
 
+Example volume_file_input(const std::string& path) {
+    if (extension_of(path) != ".npy") return volume_input(path);
+    Tensor values = read_npy(path).data;
+    LUMEN_CHECK(values.ndim() == 3 || values.ndim() == 4, "layout", path, ": array of shape ",
+                values.shape(), ", expected (i, j, k) or (channels, i, j, k)");
+    if (values.ndim() == 3) values = values.unsqueeze(0);
+    return {
+        values.to(DType::float32).contiguous(),
+        from_vector(std::vector<double>(kIdentityAffine.begin(), kIdentityAffine.end()), {4, 4})};
+}
+
+LayoutData load_volume_folder(const LayoutOptions& options) {
+    LayoutData data{options.layout, options.root.empty() ? options.manifest : options.root};
+    std::map<std::string, std::vector<CaseInfo>> splits;
+    if (options.manifest.empty()) {
+        splits = class_folder_cases(options, data, kVolumeExtensions);
+        split_off_val(splits, options);
+    } else {
+        // Paths relative to the CSV's folder.
+        const fs::path base = fs::path(options.manifest).parent_path();
+        splits = labelled_csv_cases(
+            options.manifest, "image", options, data,
+            [&](const std::string& value, const std::string& at) {
+                const fs::path path = base / value;
+                const std::string ext = extension_of(path);
+                LUMEN_CHECK(fs::is_regular_file(path), "layout", at, ": no file ", path.string());
+                LUMEN_CHECK(ext == ".nii" || ext == ".nii.gz" || ext == ".npy", "layout", at, ": ",
+                            path.string(), " is not a .nii, .nii.gz or .npy volume");
+                return CaseInfo{stem_of(path), path.string(), "", -1};
+            });
+    }
+    LUMEN_CHECK(!splits["train"].empty(), "layout", where(options),
+                ": the train split is empty (looked for ", data.looked_for["train"], ")");
+    const std::string reference = splits["train"].front().image;
+    const int64_t channels = volume_file_input(reference)[0].size(0);
+    data.channels = channels;
+    data.spatial_dims = 3;
+    for (auto& [name, cases] : splits)
+        add_split(data, name, std::move(cases), [channels, reference](const CaseInfo& c) {
+            Example volume = volume_file_input(c.image);
+            LUMEN_CHECK(volume[0].size(0) == channels, "layout", c.image, ": ", volume[0].size(0),
+                        " channels but ", reference, " has ", channels);
+            // {image, class, affine}: the class passes through the joint transforms.
+            return Example{volume[0], class_label(c.class_id), volume[1]};
+        });
+    return data;
+}
+
 namespace {
 
 // TransUNet's lists: one case name per line ("case0005_slice000"), the file ROOT/<name>.npz.
@@ -289,8 +339,8 @@ LayoutData load_npz_pairs(const LayoutOptions& options) {
                          target.to(DType::float32).contiguous()};
         std::vector<CaseInfo>& cases = splits[split];
         for (int64_t n = 0; n < image.size(0); ++n)
-            cases.push_back({std::string(split) + ".npz:" + std::to_string(n), file.string(), "",
-                             -1});
+            cases.push_back(
+                {std::string(split) + ".npz:" + std::to_string(n), file.string(), "", -1});
         if (data.channels == 0) data.channels = image.size(1);
         LUMEN_CHECK(image.size(1) == data.channels, "layout", file.string(), ": ", image.size(1),
                     " channels, but the other splits have ", data.channels);

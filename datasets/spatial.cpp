@@ -248,6 +248,38 @@ std::vector<double> voxel_spacing(const Affine& affine, int64_t spatial_dims) {
     return spacing;
 }
 
+VoxelMap voxel_map_between(const Affine& from, const Affine& to) {
+    // from = [[A, a], [0, 1]], to = [[B, b], [0, 1]]: q = A^-1 (B p + b - a).
+    auto at = [](const Affine& m, int r, int c) { return m[size_t(4 * r + c)]; };
+    const double det =
+        at(from, 0, 0) * (at(from, 1, 1) * at(from, 2, 2) - at(from, 1, 2) * at(from, 2, 1)) -
+        at(from, 0, 1) * (at(from, 1, 0) * at(from, 2, 2) - at(from, 1, 2) * at(from, 2, 0)) +
+        at(from, 0, 2) * (at(from, 1, 0) * at(from, 2, 1) - at(from, 1, 1) * at(from, 2, 0));
+    LUMEN_CHECK(std::isfinite(det) && std::abs(det) > 1e-12, "voxel_map_between",
+                "the source affine's 3x3 block is singular (determinant ", det, ")");
+    // The inverse by cofactors: inv[r][c] = cofactor(c, r) / det.
+    std::array<double, 9> inv{};
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) {
+            const int r1 = (c + 1) % 3, r2 = (c + 2) % 3, c1 = (r + 1) % 3, c2 = (r + 2) % 3;
+            inv[size_t(3 * r + c)] =
+                (at(from, r1, c1) * at(from, r2, c2) - at(from, r1, c2) * at(from, r2, c1)) / det;
+        }
+    VoxelMap map;
+    for (int r = 0; r < 3; ++r) {
+        double offset = 0;
+        for (int k = 0; k < 3; ++k)
+            offset += inv[size_t(3 * r + k)] * (at(to, k, 3) - at(from, k, 3));
+        map.offset[size_t(r)] = offset;
+        for (int c = 0; c < 3; ++c) {
+            double value = 0;
+            for (int k = 0; k < 3; ++k) value += inv[size_t(3 * r + k)] * at(to, k, c);
+            map.matrix[size_t(3 * r + c)] = value;
+        }
+    }
+    return map;
+}
+
 Sample warp_affine_nd(const Sample& sample, const VoxelMap& map, const Shape& size,
                       PaddingMode padding, double fill) {
     Shape spatial = check_sample(sample, "warp_affine_nd");

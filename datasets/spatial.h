@@ -54,6 +54,13 @@ enum class PaddingMode { zeros, border };
 Sample warp_affine_nd(const Sample& sample, const VoxelMap& map, const Shape& size,
                       PaddingMode padding = PaddingMode::zeros, double fill = 0.0);
 
+// The map that resamples a grid with voxel-to-world affine `from` onto the grid of affine `to`:
+// q = from^-1 to p (3-D: the top-left 3x3 block and the translation), so that
+// warp_affine_nd(sample on `from`, map, size of `to`'s grid) gives the sample on `to`'s grid with
+// affine `to`: how a prediction made on a reoriented or resampled grid returns to the input's, as
+// nnU-Net exports it. Throws [voxel_map_between] when `from`'s 3x3 block is singular.
+VoxelMap voxel_map_between(const Affine& from, const Affine& to);
+
 // ---- deterministic transforms ----
 
 // Resizes to spatial `size` as torch.nn.functional.interpolate: image and target with

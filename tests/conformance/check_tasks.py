@@ -6,7 +6,10 @@ on first use, as data.make_demo says), then `lumen eval` (which must write eval_
 per-case eval_test.csv with one row per test case), then, for the tasks that predict files,
 `lumen predict` on two test inputs, whose outputs are opened with Pillow (PNG: the input
 image's size, class ids within the model's classes) and nibabel (NIfTI: the input volume's
-shape and affine). Runs in a temporary folder; exits non-zero on the first failure.
+shape and affine, also when the config reorients or resamples), or read from predictions.csv
+(classifiers of volumes, bags and text: one row per input, probabilities summing to 1; a text
+run keeps its vocabulary in vocab.txt). Runs in a temporary folder; exits non-zero on the
+first failure.
 
 usage: check_tasks.py LUMEN_BINARY CONFIGS_DIR [NAME_FILTER]
 """
@@ -37,10 +40,27 @@ def check_predictions(lumen, cwd, run_dir, config, out):
         inputs = sorted(glob.glob(os.path.join(root, "test", "images", "*.png")))[:2]
     elif layout == "decathlon":
         inputs = sorted(glob.glob(os.path.join(root, "imagesTs", "*.nii.gz")))[:2]
+    elif layout == "volume_folder":
+        inputs = sorted(glob.glob(os.path.join(root, "test", "*", "*.nii.gz")))[:2]
+    elif layout == "bags":
+        inputs = sorted(glob.glob(os.path.join(root, "bags", "*.npy")))[:2]
+    elif layout == "text_csv":
+        inputs = [os.path.join(root, "test.csv")]
+        assert os.path.isfile(os.path.join(run_dir, "vocab.txt")), "no vocab.txt in the run"
     else:
         return 0
     pred_dir = os.path.join(cwd, "pred_" + config["name"])
     run([lumen, "predict", run_dir, *inputs, "--out", pred_dir], cwd)
+    if layout in ("volume_folder", "bags", "text_csv"):
+        rows = list(csv.reader(open(os.path.join(pred_dir, "predictions.csv"))))
+        expected = len(inputs) if layout != "text_csv" else \
+            len(list(csv.reader(open(inputs[0])))) - 1
+        assert len(rows) - 1 == expected, (len(rows), expected)
+        for row in rows[1:]:
+            p = [float(v) for v in row[2:]]
+            assert abs(sum(p) - 1) < 1e-4 and row[1] == rows[0][2 + int(np.argmax(p))][2:], row
+        out.write(f"  predict: predictions.csv with {expected} rows\n")
+        return expected
     classes = config["model"].get("n_classes", config["model"].get("num_classes",
                                    config["model"].get("out_channels")))
     for path in inputs:

@@ -15,6 +15,7 @@
 #include "datasets/npy.h"
 #include "datasets/sample.h"
 #include "support/gradcheck.h"
+#include "support/layout_fixtures.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -22,11 +23,6 @@ using namespace lumen::datasets;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_text(const std::string& path, const std::string& text) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::ofstream(path) << text;
-}
 
 // An (H, W, C) uint8 image with values (first + index) % 256.
 Tensor ramp(int64_t H, int64_t W, int64_t C, int first = 0) {
@@ -38,13 +34,6 @@ Tensor ramp(int64_t H, int64_t W, int64_t C, int first = 0) {
 void png(const std::string& path, const Tensor& image) {
     fs::create_directories(fs::path(path).parent_path());
     write_png(path, image);
-}
-
-LayoutOptions options(const std::string& layout, const std::string& root) {
-    LayoutOptions o;
-    o.layout = layout;
-    o.root = root;
-    return o;
 }
 
 std::vector<std::string> names(const LayoutSplit& split) {
@@ -63,7 +52,7 @@ TEST_CASE("image_folder: classes from train's sorted folders, images in [0, 1]",
     png(dir.file("train/ant/c.jpg.png"), ramp(4, 5, 3));
     png(dir.file("test/zebra/d.png"), ramp(4, 5, 1));  // grey, repeated to RGB
     write_text(dir.file("train/ant/notes.txt"), "not an image");
-    LayoutData data = load_layout(options("image_folder", dir.path.string()));
+    LayoutData data = load_layout(layout_options("image_folder", dir.path.string()));
     CHECK(data.class_names == std::vector<std::string>{"ant", "zebra"});
     CHECK(data.num_classes == 2);
     CHECK(data.channels == 3);
@@ -84,7 +73,7 @@ TEST_CASE("image_folder: classes from train's sorted folders, images in [0, 1]",
     CHECK(d[0].at<float>({2, 1, 1}) == Approx(6.0 / 255));
     require_error([&] { data.split("val"); }, {"[layout]", "no val split", "val_fraction"});
 
-    LayoutOptions grey = options("image_folder", dir.path.string());
+    LayoutOptions grey = layout_options("image_folder", dir.path.string());
     grey.channels = 1;
     Example luma = load_layout(grey).split("train").dataset->get(1);
     CHECK(luma[0].shape() == Shape{1, 4, 5});
@@ -95,27 +84,27 @@ TEST_CASE("image_folder: 16-bit images, resizing and size errors", "[datasets][l
     TempDir dir("layouts_folder16");
     png(dir.file("train/a/x.png"), from_vector(std::vector<int32_t>{0, 65535, 1000, 3}, {2, 2}));
     png(dir.file("train/a/y.png"), ramp(3, 2, 4));  // RGBA of another size
-    LayoutData data = load_layout(options("image_folder", dir.path.string()));
+    LayoutData data = load_layout(layout_options("image_folder", dir.path.string()));
     Example x = data.split("train").dataset->get(0);
     CHECK(x[0].shape() == Shape{1, 2, 2});
     CHECK(x[0].at<float>({0, 0, 1}) == Approx(1.0));
     CHECK(x[0].at<float>({0, 1, 0}) == Approx(1000.0 / 65535));
     require_error([&] { data.split("train").dataset->get(1); },
                   {"[layout]", "y.png is 3 x 2", "x.png is 2 x 2", "image_size"});
-    LayoutOptions resized = options("image_folder", dir.path.string());
+    LayoutOptions resized = layout_options("image_folder", dir.path.string());
     resized.image_size = {6, 4};
     Example y = load_layout(resized).split("train").dataset->get(1);
     CHECK(y[0].shape() == Shape{1, 6, 4});
 
     png(dir.file("test/b/z.png"), ramp(2, 2, 1));
-    require_error([&] { load_layout(options("image_folder", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("image_folder", dir.path.string())); },
                   {"[layout]", "test/b", "not a class of the train split"});
     fs::remove(dir.file("test/b/z.png"));
     fs::remove(dir.file("test/b"));
     fs::create_directories(dir.file("test/a"));
-    require_error([&] { load_layout(options("image_folder", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("image_folder", dir.path.string())); },
                   {"[layout]", "the test split is empty", "test/<class>/"});
-    require_error([&] { load_layout(options("image_folder", dir.file("none"))); },
+    require_error([&] { load_layout(layout_options("image_folder", dir.file("none"))); },
                   {"[layout]", "missing folder", "none/train"});
 }
 
@@ -123,7 +112,7 @@ TEST_CASE("image_mask: make-demo shapes2d, and a seeded val split", "[datasets][
     TempDir dir("layouts_shapes");
     std::ostringstream log;
     make_demo("shapes2d", dir.path.string(), 3, log);
-    LayoutData data = load_layout(options("image_mask", dir.path.string()));
+    LayoutData data = load_layout(layout_options("image_mask", dir.path.string()));
     CHECK(data.split("train").dataset->size() == 240);
     CHECK(data.split("test").dataset->size() == 60);
     CHECK(data.channels == 3);
@@ -136,7 +125,7 @@ TEST_CASE("image_mask: make-demo shapes2d, and a seeded val split", "[datasets][
     CHECK(*std::max_element(mask.begin(), mask.end()) <= 3);
     CHECK(data.split("test").cases[5].name == "case_0245");
 
-    LayoutOptions split = options("image_mask", dir.path.string());
+    LayoutOptions split = layout_options("image_mask", dir.path.string());
     split.val_fraction = 0.25;
     split.seed = 11;
     LayoutData a = load_layout(split), b = load_layout(split);
@@ -159,14 +148,14 @@ TEST_CASE("image_mask: binary and index masks, resizing, missing masks", "[datas
     std::vector<uint8_t> values(16, 0);
     values[5] = 255;
     png(dir.file("train/masks/a.png"), from_vector(values, {4, 4}));
-    LayoutOptions binary = options("image_mask", dir.path.string());
+    LayoutOptions binary = layout_options("image_mask", dir.path.string());
     binary.mask_mode = "binary";
     LayoutData data = load_layout(binary);
     CHECK(data.num_classes == 2);
     Tensor mask = data.split("train").dataset->get(0)[1];
     CHECK(mask.at<int64_t>({1, 1}) == 1);
     CHECK(mask.at<int64_t>({1, 2}) == 0);
-    CHECK(load_layout(options("image_mask", dir.path.string()))
+    CHECK(load_layout(layout_options("image_mask", dir.path.string()))
               .split("train")
               .dataset->get(0)[1]
               .at<int64_t>({1, 1}) == 255);
@@ -180,15 +169,17 @@ TEST_CASE("image_mask: binary and index masks, resizing, missing masks", "[datas
     png(dir.file("train/masks/a.png"), ramp(4, 4, 3));  // colour, not grey
     require_error(
         [&] {
-            load_layout(options("image_mask", dir.path.string())).split("train").dataset->get(0);
+            load_layout(layout_options("image_mask", dir.path.string()))
+                .split("train")
+                .dataset->get(0);
         },
         {"[layout]", "masks/a.png", "not grey"});
     png(dir.file("train/images/b.jpeg.png"), ramp(4, 4, 3));
-    require_error([&] { load_layout(options("image_mask", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("image_mask", dir.path.string())); },
                   {"[layout]", "has no mask 'b.jpeg.*'"});
     png(dir.file("train/masks/b.jpeg.png"), ramp(4, 4, 1));
     png(dir.file("train/masks/c.png"), ramp(4, 4, 1));
-    require_error([&] { load_layout(options("image_mask", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("image_mask", dir.path.string())); },
                   {"[layout]", "c.png has no image 'c'"});
 }
 
@@ -200,7 +191,7 @@ TEST_CASE("image_mask: a CSV manifest with a split column", "[datasets][layouts]
     png(dir.file("data/lab/b_mask.png"), ramp(3, 3, 1, 50));
     write_text(dir.file("data/list.csv"),
                "image,mask,split\nimg/a.png,lab/a_mask.png,train\nimg/b.png,lab/b_mask.png,test\n");
-    LayoutOptions o = options("image_mask", "");
+    LayoutOptions o = layout_options("image_mask", "");
     o.manifest = dir.file("data/list.csv");
     LayoutData data = load_layout(o);
     CHECK(names(data.split("train")) == std::vector<std::string>{"a"});
@@ -216,7 +207,7 @@ TEST_CASE("decathlon: make-demo organs3d with test labels and case geometry",
     TempDir dir("layouts_organs");
     std::ostringstream log;
     make_demo("organs3d", dir.path.string(), 2, log);
-    LayoutOptions o = options("decathlon", dir.path.string());
+    LayoutOptions o = layout_options("decathlon", dir.path.string());
     o.val_fraction = 0.25;
     LayoutData data = load_layout(o);
     CHECK(data.class_names == std::vector<std::string>{"background", "liver", "kidney", "spleen"});
@@ -263,7 +254,7 @@ TEST_CASE("decathlon: 4-D images become channels; label and json errors", "[data
             "training": [{"image": "./imagesTr/brain.nii.gz", "label": "./labelsTr/brain.nii.gz"}],
             "test": ["./imagesTs/new.nii.gz"]})";
     write_text(dir.file("dataset.json"), json);
-    LayoutData data = load_layout(options("decathlon", dir.path.string()));
+    LayoutData data = load_layout(layout_options("decathlon", dir.path.string()));
     CHECK(data.channels == 2);
     Example e = data.split("train").dataset->get(0);
     CHECK(e[0].shape() == Shape{2, 4, 3, 2});
@@ -277,27 +268,31 @@ TEST_CASE("decathlon: 4-D images become channels; label and json errors", "[data
     write_text(dir.file("dataset.json"), narrow);
     require_error(
         [&] {
-            load_layout(options("decathlon", dir.path.string())).split("train").dataset->get(0);
+            load_layout(layout_options("decathlon", dir.path.string()))
+                .split("train")
+                .dataset->get(0);
         },
         {"[layout]", "labelsTr/brain.nii.gz", "label value 2"});
     write_nifti(dir.file("labelsTr/brain.nii.gz"), from_vector(labels, {3, 4, 2}), header);
     write_text(dir.file("dataset.json"), json);
     require_error(
         [&] {
-            load_layout(options("decathlon", dir.path.string())).split("train").dataset->get(0);
+            load_layout(layout_options("decathlon", dir.path.string()))
+                .split("train")
+                .dataset->get(0);
         },
         {"[layout]", "has shape [3, 4, 2]", "brain.nii.gz has [4, 3, 2]"});
     write_text(dir.file("dataset.json"), R"({"labels": {"0": "background"}, "training": []})");
-    require_error([&] { load_layout(options("decathlon", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("decathlon", dir.path.string())); },
                   {"[layout]", "the train split is empty", "'training' in"});
     write_text(dir.file("dataset.json"), R"({"labels": {"0": "background"}, "test": []})");
-    require_error([&] { load_layout(options("decathlon", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("decathlon", dir.path.string())); },
                   {"[layout]", "dataset.json", "missing key 'training'"});
     write_text(dir.file("dataset.json"), R"({"labels": {"zero": "background"}, "training": []})");
-    require_error([&] { load_layout(options("decathlon", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("decathlon", dir.path.string())); },
                   {"[layout]", "'labels' entry \"zero\""});
     write_text(dir.file("dataset.json"), "{\"training\": [");
-    require_error([&] { load_layout(options("decathlon", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("decathlon", dir.path.string())); },
                   {"[layout]", "not valid JSON"});
 }
 
@@ -313,7 +308,7 @@ TEST_CASE("npz_slices: split folders, list files and 3-D test volumes", "[datase
     write_npz(dir.file("test/case2.npz"),
               {{"image", from_vector(slice, {1, 2, 3})}, {"label", from_vector(label, {1, 2, 3})}});
     write_text(dir.file("lists/train.txt"), "case1_slice1\n\ncase1_slice0\r\n");
-    LayoutData data = load_layout(options("npz_slices", dir.path.string()));
+    LayoutData data = load_layout(layout_options("npz_slices", dir.path.string()));
     CHECK(data.spatial_dims == 2);
     CHECK(names(data.split("train")) == std::vector<std::string>{"case1_slice1", "case1_slice0"});
     Example e = data.split("train").dataset->get(0);
@@ -329,7 +324,7 @@ TEST_CASE("npz_slices: split folders, list files and 3-D test volumes", "[datase
     require_error([&] { data.split("test").dataset->get(0); },
                   {"[layout]", "case2.npz", "no array 'label'"});
     write_text(dir.file("lists/train.txt"), "case9\n");
-    require_error([&] { load_layout(options("npz_slices", dir.path.string())); },
+    require_error([&] { load_layout(layout_options("npz_slices", dir.path.string())); },
                   {"[layout]", "train.txt: line 1", "case9.npz"});
 }
 
@@ -337,7 +332,7 @@ TEST_CASE("bags: make-demo bags, named labels and feature size errors", "[datase
     TempDir dir("layouts_bags");
     std::ostringstream log;
     make_demo("bags", dir.file("demo"), 5, log);
-    LayoutData demo = load_layout(options("bags", dir.file("demo")));
+    LayoutData demo = load_layout(layout_options("bags", dir.file("demo")));
     CHECK(demo.split("train").dataset->size() == 120);
     CHECK(demo.split("test").dataset->size() == 40);
     CHECK(demo.feature_dim == 32);
@@ -352,7 +347,7 @@ TEST_CASE("bags: make-demo bags, named labels and feature size errors", "[datase
     write_npy(dir.file("mil/bags/s2.npy"), ones({5, 4}));
     write_npy(dir.file("mil/bags/s3.npy"), ones({2, 6}));
     write_text(dir.file("mil/labels.csv"), "slide,label\ns1,tumor\ns2,normal\ns3,tumor\n");
-    LayoutData mil = load_layout(options("bags", dir.file("mil")));
+    LayoutData mil = load_layout(layout_options("bags", dir.file("mil")));
     CHECK(mil.class_names == std::vector<std::string>{"normal", "tumor"});
     CHECK(mil.split("train").dataset->get(0)[1].item<int64_t>() == 1);
     CHECK(mil.split("train").dataset->get(1)[0].shape() == Shape{5, 4});
@@ -360,10 +355,10 @@ TEST_CASE("bags: make-demo bags, named labels and feature size errors", "[datase
                   {"[layout]", "s3.npy", "6 features per instance", "s1.npy has 4"});
     require_error([&] { mil.split("test"); }, {"[layout]", "no test split", "labels.csv"});
     write_text(dir.file("mil/labels.csv"), "slide,label,split\ns1,tumor,train\ns2,other,test\n");
-    require_error([&] { load_layout(options("bags", dir.file("mil"))); },
+    require_error([&] { load_layout(layout_options("bags", dir.file("mil"))); },
                   {"[layout]", "row 3", "unknown label 'other'"});
     write_text(dir.file("mil/labels.csv"), "slide,label\ns4,tumor\n");
-    require_error([&] { load_layout(options("bags", dir.file("mil"))); },
+    require_error([&] { load_layout(layout_options("bags", dir.file("mil"))); },
                   {"[layout]", "no bag", "s4.npy or .safetensors"});
 }
 
@@ -371,7 +366,7 @@ TEST_CASE("text_csv: make-demo text, vocabulary reuse and label errors", "[datas
     TempDir dir("layouts_text");
     std::ostringstream log;
     make_demo("text", dir.file("demo"), 1, log);
-    LayoutOptions o = options("text_csv", dir.file("demo"));
+    LayoutOptions o = layout_options("text_csv", dir.file("demo"));
     o.max_length = 8;
     o.val_fraction = 0.1;
     LayoutData data = load_layout(o);
@@ -389,40 +384,40 @@ TEST_CASE("text_csv: make-demo text, vocabulary reuse and label errors", "[datas
 
     write_text(dir.file("small/train.tsv"), "text\tlabel\nGoal goal team\t1\nchef\t0\n");
     write_text(dir.file("small/test.tsv"), "text\tlabel\nGOAL chef beach\t1\n");
-    LayoutData small = load_layout(options("text_csv", dir.file("small")));
+    LayoutData small = load_layout(layout_options("text_csv", dir.file("small")));
     CHECK(small.vocabulary->size() == 5);  // <pad> <unk> goal chef team
     CHECK(small.split("test").dataset->get(0)[0].to_vector<int64_t>() ==
           std::vector<int64_t>{2, 3, 1});
     CHECK(small.split("test").cases[0].name == "test.tsv:1");
-    LayoutOptions reuse = options("text_csv", dir.file("small"));
+    LayoutOptions reuse = layout_options("text_csv", dir.file("small"));
     reuse.vocabulary = data.vocabulary;
     Tensor tokens = load_layout(reuse).split("test").dataset->get(0)[0];
     CHECK(tokens.to_vector<int64_t>()[0] == data.vocabulary->id("goal"));
 
     write_text(dir.file("small/test.tsv"), "text\tlabel\nchef\t7\n");
-    require_error([&] { load_layout(options("text_csv", dir.file("small"))); },
+    require_error([&] { load_layout(layout_options("text_csv", dir.file("small"))); },
                   {"[layout]", "label 7 is not below", "number of classes 2"});
     write_text(dir.file("small/test.tsv"), "text\tlabel\nchef\tfood\n");
-    require_error([&] { load_layout(options("text_csv", dir.file("small"))); },
+    require_error([&] { load_layout(layout_options("text_csv", dir.file("small"))); },
                   {"[layout]", "test.tsv: row 2", "'food' is not an integer"});
     write_text(dir.file("small/train.tsv"), "text\tlabel\nchef\tfood\n");
     write_text(dir.file("small/test.tsv"), "text\tlabel\nchef\tdrink\n");
-    require_error([&] { load_layout(options("text_csv", dir.file("small"))); },
+    require_error([&] { load_layout(layout_options("text_csv", dir.file("small"))); },
                   {"[layout]", "unknown label 'drink'", "[food]"});
 }
 
 TEST_CASE("load_layout: unknown layouts and options that do not apply", "[datasets][layouts]") {
-    require_error([] { load_layout(options("coco", "/tmp")); },
+    require_error([] { load_layout(layout_options("coco", "/tmp")); },
                   {"[layout]", "unknown layout 'coco'", "image_folder"});
-    LayoutOptions o = options("bags", "/tmp");
+    LayoutOptions o = layout_options("bags", "/tmp");
     o.image_size = {4, 4};
     require_error([&] { load_layout(o); }, {"[layout]", "image_size applies"});
-    o = options("image_mask", "/tmp");
+    o = layout_options("image_mask", "/tmp");
     o.mask_mode = "rgb";
     require_error([&] { load_layout(o); }, {"[layout]", "mask_mode 'rgb'"});
-    o = options("image_folder", "/tmp");
+    o = layout_options("image_folder", "/tmp");
     o.val_fraction = 1.0;
     require_error([&] { load_layout(o); }, {"[layout]", "val_fraction 1"});
-    o = options("text_csv", "/tmp/lumen_no_such_folder");
+    o = layout_options("text_csv", "/tmp/lumen_no_such_folder");
     require_error([&] { load_layout(o); }, {"[layout]", "missing folder"});
 }

@@ -10,8 +10,8 @@
 #include <catch2/catch.hpp>
 
 #include "datasets/nifti.h"
-#include "ops/creation.h"
 #include "datasets/spatial.h"
+#include "ops/creation.h"
 
 using namespace lumen;
 using namespace lumen::datasets;
@@ -622,4 +622,48 @@ TEST_CASE("spatial: Reorient and ResampleToSpacing are the functions as transfor
     CHECK(voxel_spacing(fine.affine, 3) == std::vector<double>{1.0, 1.0, 1.5});
     CHECK(fine.label.to_vector<int64_t>() ==
           resample_to_spacing(s, {1.0, 1.0, 1.5}).label.to_vector<int64_t>());
+}
+
+TEST_CASE("spatial: voxel_map_between brings a reoriented or resampled grid back",
+          "[datasets][spatial]") {
+    // By hand: from = 2 I + (1, 1, 1), to = I + (3, 5, 7): q = (p + (2, 4, 6)) / 2.
+    Affine from = {2, 0, 0, 1, 0, 2, 0, 1, 0, 0, 2, 1, 0, 0, 0, 1};
+    Affine to = {1, 0, 0, 3, 0, 1, 0, 5, 0, 0, 1, 7, 0, 0, 0, 1};
+    VoxelMap map = voxel_map_between(from, to);
+    CHECK(map.matrix == std::array<double, 9>{0.5, 0, 0, 0, 0.5, 0, 0, 0, 0.5});
+    CHECK(map.offset == std::array<double, 3>{1, 2, 3});
+    // kGrid (rotated, anisotropic, shifted) onto itself is the identity.
+    map = voxel_map_between(kGrid, kGrid);
+    for (int r = 0; r < 3; ++r) {
+        CHECK(map.offset[size_t(r)] == Approx(0).margin(1e-12));
+        for (int c = 0; c < 3; ++c)
+            CHECK(map.matrix[size_t(3 * r + c)] == Approx(r == c ? 1 : 0).margin(1e-12));
+    }
+
+    // An LPS volume reoriented to RAS comes back exactly, with its own affine.
+    const Shape size = {5, 4, 3};
+    Sample s = traced(size);
+    s.affine = {-2, 0, 0, 10, 0, -3, 0, 20, 0, 0, 1.5, 30, 0, 0, 0, 1};
+    Sample ras = reorient(s, "RAS");
+    Sample back =
+        warp_affine_nd(ras, voxel_map_between(ras.affine, s.affine), size, PaddingMode::border);
+    for (size_t i = 0; i < 16; ++i) CHECK(back.affine[i] == Approx(s.affine[i]).margin(1e-12));
+    CHECK(same_values<int64_t>(back.label, s.label));
+    CHECK(same_values<float>(back.image, s.image));
+
+    // Resampled to a finer grid and back: every voxel returns to its own value (the finer grid
+    // holds each old voxel centre exactly, at an even index).
+    Sample fine = resample_to_spacing(s, {1.0, 1.5, 0.75});
+    REQUIRE(spatial_of(fine.image) == Shape{10, 8, 6});
+    back =
+        warp_affine_nd(fine, voxel_map_between(fine.affine, s.affine), size, PaddingMode::border);
+    CHECK(same_values<int64_t>(back.label, s.label));
+    auto values = back.image.to_vector<float>(), expected = s.image.to_vector<float>();
+    for (size_t i = 0; i < values.size(); ++i) REQUIRE(values[i] == Approx(expected[i]));
+
+    Affine singular = kGrid;
+    for (int r = 0; r < 3; ++r) singular[size_t(4 * r)] = 0;
+    CHECK_THROWS_WITH(
+        voxel_map_between(singular, kGrid),
+        Catch::Matchers::Contains("[voxel_map_between]") && Catch::Matchers::Contains("singular"));
 }

@@ -114,8 +114,7 @@ int run_data_command(const std::vector<std::string>& args, std::ostream& out) {
     nn::Options config = resolve_training_config(raw);
     const std::string dataset = config.get_string("data.dataset");
     LUMEN_CHECK(is_layout(dataset), "lumen", "data shows the layouts (data.dataset ",
-                "image_folder, image_mask, decathlon, npz_slices, npz_pairs, bags, text_csv), got '", dataset,
-                "'");
+                datasets::layout_names(), "), got '", dataset, "'");
     ensure_demo_data(config, out);
     datasets::LayoutData layout = load_config_layout(config);
     out << "layout " << layout.layout << " at " << layout.root << "\n";

@@ -16,6 +16,7 @@
 #include "datasets/layouts.h"
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
+#include "datasets/spatial.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
 #include "ops/reduce.h"
@@ -139,7 +140,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
     const std::string split = a.split.value_or("test");
     DataShape shape;
     std::vector<datasets::CaseInfo> cases;
-    auto data = build_eval_data(run.config, split, &shape, &cases);
+    auto data = build_eval_data(run.config, split, &shape, &cases, run.run_dir);
     std::shared_ptr<nn::Module> model = build_model(run.config, shape, false);
     train::load_checkpoint_weights(run.checkpoint, *model);
     model->to(run.device);
@@ -178,58 +179,70 @@ std::array<double, 16> affine_of(const Tensor& t) {
     return affine;
 }
 
-// Writes one prediction (the model's output (1, K, *spatial) on the CPU) for `input`.
+// The model's output (1, K, *grid) on the preprocessed grid, brought back onto the input's
+// grid as (K, *input grid) float32, as nnU-Net exports predictions: through the two affines
+// (linear, border) when data.orientation / spacing / resize moved a NIfTI volume's grid, else
+// resized (linear) when only the size differs. Segmentation takes the argmax after this, so
+// class probabilities are what is interpolated, never labels.
+Tensor on_input_grid(const Tensor& output, const datasets::Example& original,
+                     const datasets::Example& prepared, bool nifti, bool geometry_changed) {
+    Tensor values = output.select(0, 0).to(DType::float32).contiguous();
+    const Shape size(original[0].shape().begin() + 1, original[0].shape().end());
+    const Shape grid(values.shape().begin() + 1, values.shape().end());
+    if (nifti && geometry_changed && prepared.size() >= 2 && original.size() >= 2) {
+        datasets::Sample sample;
+        sample.image = values;
+        sample.affine = affine_of(prepared.back());
+        const datasets::Affine input = affine_of(original.back());
+        return datasets::warp_affine_nd(sample, datasets::voxel_map_between(sample.affine, input),
+                                        size, datasets::PaddingMode::border)
+            .image;
+    }
+    if (grid == size) return values;
+    return interpolate(values.unsqueeze(0), size, {}, size.size() == 3 ? "trilinear" : "bilinear",
+                       false)
+        .squeeze(0);
+}
+
+// Writes one prediction (the model's output (1, K, *spatial) on the CPU) for `input`, on the
+// input's grid: a NIfTI with the input's header, a PNG of the input's size, else an .npy.
 void write_prediction(const std::string& input, const datasets::Example& original,
                       const datasets::Example& prepared, const Tensor& output,
                       const std::string& task, const std::string& dir, bool geometry_changed,
                       std::ostream& out) {
     const std::string stem = dir + "/" + stem_of(input);
-    Tensor map = task == "segmentation" ? argmax(output, 1).select(0, 0)  // (*spatial) int64
-                                        : output.select(0, 0);            // (C, *spatial)
-    const int64_t dims = prepared[0].ndim() - 1;
-    if (is_nifti(input)) {
-        // NIfTI volumes keep their geometry: the input's header, or the preprocessed grid's
-        // affine when data.orientation / data.spacing moved it.
-        datasets::NiftiHeader like =
-            geometry_changed || prepared.size() < 2
-                ? datasets::nifti_header_from_affine(affine_of(prepared.back()))
-                : datasets::read_nifti(input).header;
-        Tensor data = task == "segmentation"
-                          ? map.to(DType::int32)
-                          : (map.size(0) == 1 ? map.select(0, 0) : map).to(DType::float32);
-        if (task != "segmentation" && map.size(0) > 1)  // channels last: (i, j, k, c)
+    const bool segmentation = task == "segmentation", nifti = is_nifti(input);
+    Tensor values = on_input_grid(output, original, prepared, nifti, geometry_changed);
+    // Segmentation: the class map (*spatial) int64; enhancement: the image (C, *spatial).
+    Tensor map = segmentation ? argmax(values, 0) : values;
+    const std::string suffix = segmentation ? "_seg" : "_pred";
+    std::string path;
+    if (nifti) {
+        Tensor data = segmentation       ? map.to(DType::int32)
+                      : map.size(0) == 1 ? map.select(0, 0)
+                                         : map;
+        if (!segmentation && map.size(0) > 1)  // channels last: (i, j, k, c)
             data = data.permute({1, 2, 3, 0}).contiguous();
-        const std::string path = stem + (task == "segmentation" ? "_seg" : "_pred") + ".nii.gz";
-        datasets::write_nifti(path, data, like);
-        out << "wrote " << path << "\n";
-        return;
-    }
-    if (dims == 2 && input.find(".npz") == std::string::npos) {
-        // An image: back to the input file's size (the layout may resize to data.image_size).
-        const int64_t H = original[0].size(1), W = original[0].size(2);
+        path = stem + suffix + ".nii.gz";
+        datasets::write_nifti(path, data, datasets::read_nifti(input).header);
+    } else if (map.ndim() == (segmentation ? 2 : 3) && input.find(".npz") == std::string::npos) {
         Tensor image;
-        if (task == "segmentation") {
-            Tensor m = map.to(DType::float32).unsqueeze(0).unsqueeze(0);
-            if (m.size(2) != H || m.size(3) != W) m = interpolate(m, {H, W}, {}, "nearest");
-            image = m.select(0, 0).select(0, 0).to(DType::int64);
-            const int64_t top = max(image).item<int64_t>();
-            image = image.to(top < 256 ? DType::uint8 : DType::int32);
+        if (segmentation) {
+            const int64_t top = max(map).item<int64_t>();
+            image = map.to(top < 256 ? DType::uint8 : DType::int32);
         } else {
-            Tensor m = map.unsqueeze(0);
-            if (m.size(2) != H || m.size(3) != W) m = interpolate(m, {H, W}, {}, "bilinear", false);
             // [0, 1] to 0..255, rounded to nearest (the cast truncates).
-            image = clamp(add(mul(m.select(0, 0), 255.0), 0.5), 0.0, 255.0)
+            image = clamp(add(mul(map, 255.0), 0.5), 0.0, 255.0)
                         .permute({1, 2, 0})
                         .contiguous()
                         .to(DType::uint8);
         }
-        const std::string path = stem + (task == "segmentation" ? "_seg" : "_pred") + ".png";
+        path = stem + suffix + ".png";
         datasets::write_png(path, image);
-        out << "wrote " << path << "\n";
-        return;
+    } else {
+        path = stem + "_pred.npy";
+        datasets::write_npy(path, segmentation ? map.to(DType::int32) : map);
     }
-    const std::string path = stem + "_pred.npy";
-    datasets::write_npy(path, task == "segmentation" ? map.to(DType::int32) : map);
     out << "wrote " << path << "\n";
 }
 
@@ -242,8 +255,9 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
                "[--threads N]\n"
                "Predicts each input file (read as the run's data layout reads its cases) with "
                "the run's best checkpoint (else its latest): segmentation and enhancement write "
-               "<stem>_seg / <stem>_pred .png or .nii.gz beside each other in DIR, "
-               "classification DIR/predictions.csv.\n";
+               "<stem>_seg / <stem>_pred .png or .nii.gz (on the input's grid, with its "
+               "header) in DIR, classification DIR/predictions.csv (one row per input; a text "
+               "run reads a .csv/.tsv's text column, a row each, or a whole other file).\n";
         return 0;
     }
     LUMEN_CHECK(a.positional.size() >= 2, "lumen",
@@ -255,7 +269,7 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
     LUMEN_CHECK(is_layout(config.get_string("data.dataset")), "lumen",
                 "predict reads inputs as the run's data layout does, but the run trained on ",
                 config.get_string("data.dataset"), " (no files to read new inputs like)");
-    datasets::LayoutData layout = load_config_layout(config);
+    datasets::LayoutData layout = load_config_layout(config, run.run_dir);
     DataShape shape = layout_shape(config, layout, eval_split(layout));
     std::shared_ptr<nn::Module> model = build_model(config, shape, false);
     train::load_checkpoint_weights(run.checkpoint, *model);
@@ -265,19 +279,44 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
     fs::create_directories(*a.out);
     out << "checkpoint " << run.checkpoint << " (epoch " << run.state.epoch << ", step "
         << run.state.step << ")\n";
+    if (shape.kind == "tokens" && !fs::exists(fs::path(run.run_dir) / kVocabularyFile))
+        out << "warning: " << run.run_dir << " has no " << kVocabularyFile
+            << "; the vocabulary was rebuilt from the training split\n";
     const bool geometry = !config.get_string("data.orientation").empty() ||
-                          !config.get_doubles("data.spacing").empty();
+                          !config.get_doubles("data.spacing").empty() ||
+                          !config.get_ints("data.resize").empty();
     std::ostringstream table;
+    int64_t rows = 0;
     if (task_name == "classification") {
         table << "input,predicted";
         for (int64_t k = 0; k < int64_t(shape.class_names.size()); ++k)
             table << ",p_" << csv_field(shape.class_names[size_t(k)]);
         table << "\n";
     }
+    // One row of predictions.csv: the class probabilities of a classifier's logits (1, K).
+    auto add_row = [&](const std::string& name, const Tensor& output) {
+        Tensor p = softmax(output.to(DType::float64), 1).contiguous();
+        const int64_t k = p.size(1), best = argmax(p, 1).item<int64_t>();
+        table << csv_field(name) << ","
+              << csv_field(best < int64_t(shape.class_names.size())
+                               ? shape.class_names[size_t(best)]
+                               : std::to_string(best));
+        for (int64_t c = 0; c < k; ++c) table << "," << number_text(p.data_ptr<double>()[c]);
+        table << "\n";
+        ++rows;
+    };
     NoGradGuard no_grad;
+    const datasets::LayoutOptions options = layout_options(config, run.run_dir);
     for (size_t i = 1; i < a.positional.size(); ++i) {
         const std::string& input = a.positional[i];
-        datasets::Example original = datasets::read_layout_input(layout_options(config), input);
+        if (shape.kind == "tokens") {
+            datasets::LayoutOptions text = options;
+            text.vocabulary = layout.vocabulary;
+            for (const auto& [name, tokens] : datasets::read_text_inputs(text, input))
+                add_row(name, model->forward(tokens.unsqueeze(0).to(run.device)).cpu());
+            continue;
+        }
+        datasets::Example original = datasets::read_layout_input(options, input);
         datasets::Example prepared = original;
         const int64_t dims = original[0].ndim() - 1;
         if (shape.kind == "image")
@@ -294,23 +333,15 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
                                          prepared[0].shape().end());
         std::shared_ptr<train::Task> task = build_task(config, input_shape);
         Tensor output = task->predict(*model, prepared[0].unsqueeze(0).to(run.device)).cpu();
-        if (task_name != "classification") {
+        if (task_name == "classification")
+            add_row(input, output);
+        else
             write_prediction(input, original, prepared, output, task_name, *a.out, geometry, out);
-            continue;
-        }
-        Tensor p = softmax(output.to(DType::float64), 1).contiguous();
-        const int64_t k = p.size(1), best = argmax(p, 1).item<int64_t>();
-        table << csv_field(input) << ","
-              << csv_field(best < int64_t(shape.class_names.size())
-                               ? shape.class_names[size_t(best)]
-                               : std::to_string(best));
-        for (int64_t c = 0; c < k; ++c) table << "," << number_text(p.data_ptr<double>()[c]);
-        table << "\n";
     }
     if (task_name == "classification") {
         const std::string path = *a.out + "/predictions.csv";
         train::write_text_atomically(path, table.str());
-        out << "wrote " << path << " (" << a.positional.size() - 1 << " inputs)\n";
+        out << "wrote " << path << " (" << rows << " predictions)\n";
     }
     return 0;
 }

@@ -36,8 +36,11 @@ const Range kNonNegative = Range::at_least(0);
 std::vector<Spec> data_specs() {
     return {
         {"data.dataset", std::string("fashion_mnist"), "the dataset or layout",
-         Strings{"fashion_mnist", "synthetic", "image_folder", "image_mask", "decathlon",
-                 "npz_slices", "npz_pairs", "bags", "text_csv"}},
+         [] {
+             Strings names = datasets::layout_names();
+             names.insert(names.begin(), {"fashion_mnist", "synthetic"});
+             return names;
+         }()},
         {"data.dir", std::string(datasets::kFashionMnistDir),
          "where the data is: the IDX files, or a layout's root folder"},
         {"data.batch_size", int64_t(128), "training batch size", {}, kCount},

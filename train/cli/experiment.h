@@ -54,9 +54,9 @@ struct DataShape {
     std::vector<int64_t> img_size, eval_size;
     int64_t num_classes = 0;  // 0: the data cannot know (index masks, npz slices)
     std::vector<std::string> class_names;
-    int64_t feature_dim = 0;                // bags
+    int64_t feature_dim = 0;                 // bags
     int64_t vocab_size = 0, max_length = 0;  // tokens
-    std::string dataset;                    // data.dataset, for messages
+    std::string dataset;                     // data.dataset, for messages
 };
 
 // The train and test splits of config's data section, batched and (train only) shuffled and
@@ -67,13 +67,17 @@ struct DataSplits {
     DataShape shape;
     int64_t train_examples = 0, test_examples = 0;
     std::vector<datasets::CaseInfo> test_cases;  // the test examples' origins (layouts only)
+    // text_csv: the vocabulary the examples were encoded with (saved with the run).
+    std::shared_ptr<const datasets::Vocabulary> vocabulary;
 };
-DataSplits build_data(const nn::Options& config);
+// `run_dir`: a run whose saved vocabulary (kVocabularyFile) text is encoded with, when it has
+// one (resume, eval, predict); empty or without the file, the layout builds it.
+DataSplits build_data(const nn::Options& config, const std::string& run_dir = "");
 // One split without augmentation ("train" or "test"), for `lumen eval`; `cases` receives the
 // examples' origins (layouts only).
 std::shared_ptr<train::BatchSource> build_eval_data(
     const nn::Options& config, const std::string& split, DataShape* shape,
-    std::vector<datasets::CaseInfo>* cases = nullptr);
+    std::vector<datasets::CaseInfo>* cases = nullptr, const std::string& run_dir = "");
 // The task of the data (data.dataset's) or task.name. Throws [config] for a task the layout
 // cannot give.
 std::string task_kind(const nn::Options& config, const DataShape& data);
@@ -92,14 +96,17 @@ bool is_layout(const std::string& dataset);
 // When data.make_demo names a demo dataset and data.dir does not exist, writes the demo there,
 // saying so on `out` (so that a tiny config runs from a fresh clone).
 void ensure_demo_data(const nn::Options& config, std::ostream& out);
-// The data.* keys as the options of datasets::load_layout.
-datasets::LayoutOptions layout_options(const nn::Options& config);
-// The layout data.dataset names, read from data.dir with the data.* keys. Errors of the layout
-// come as [config] naming the data.* keys.
-datasets::LayoutData load_config_layout(const nn::Options& config);
+// A run's vocabulary file (text_csv): one token per line, written when training starts.
+inline constexpr const char* kVocabularyFile = "vocab.txt";
+// The data.* keys as the options of datasets::load_layout, with the vocabulary saved in
+// `run_dir` when it holds one.
+datasets::LayoutOptions layout_options(const nn::Options& config, const std::string& run_dir = "");
+// The layout data.dataset names, read from data.dir with the data.* keys (and run_dir's
+// vocabulary, as layout_options). Errors of the layout come as [config] naming the data.* keys.
+datasets::LayoutData load_config_layout(const nn::Options& config, const std::string& run_dir = "");
 // The joint transforms the data.* keys ask for, in a fixed order: geometry (orientation,
-// spacing) and intensity preprocessing (window, percentile clip, z-score, scale to [0, 1])
-// for every split, then for training the random patch (by label), rotation/scale, flips,
+// spacing), intensity preprocessing (window, percentile clip, z-score, scale to [0, 1]) and
+// the resize for every split, then for training the random patch (by label), rotation/scale, flips,
 // quarter turns, noise, brightness/contrast and gamma. Null when none is asked for. Throws [config]
 // naming the keys.
 datasets::SampleTransformPtr build_sample_pipeline(const nn::Options& config, int64_t spatial_dims,

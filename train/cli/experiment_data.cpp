@@ -196,9 +196,9 @@ DataShape layout_shape(const nn::Options& config, const datasets::LayoutData& la
     return shape;
 }
 
-DataSplits build_data(const nn::Options& config) {
+DataSplits build_data(const nn::Options& config, const std::string& run_dir) {
     if (is_layout(config.get_string("data.dataset"))) {
-        datasets::LayoutData layout = load_config_layout(config);
+        datasets::LayoutData layout = load_config_layout(config, run_dir);
         const std::string test = eval_split(layout);
         DataSplits splits;
         splits.shape = layout_shape(config, layout, test);
@@ -207,6 +207,7 @@ DataSplits build_data(const nn::Options& config) {
         splits.train_examples = splits.train->num_examples();
         splits.test_examples = splits.test->num_examples();
         splits.test_cases = layout.split(test).cases;
+        splits.vocabulary = layout.vocabulary;
         return splits;
     }
     Split train = load_split(config, true), test = load_split(config, false);
@@ -221,11 +222,12 @@ DataSplits build_data(const nn::Options& config) {
 
 std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
                                                     const std::string& split, DataShape* shape,
-                                                    std::vector<datasets::CaseInfo>* cases) {
+                                                    std::vector<datasets::CaseInfo>* cases,
+                                                    const std::string& run_dir) {
     LUMEN_CHECK(split == "train" || split == "test", "lumen",
                 "--split must be train or test, got '", split, "'");
     if (is_layout(config.get_string("data.dataset"))) {
-        datasets::LayoutData layout = load_config_layout(config);
+        datasets::LayoutData layout = load_config_layout(config, run_dir);
         const std::string name = split == "train" ? "train" : eval_split(layout);
         if (shape) *shape = layout_shape(config, layout, name);
         if (cases) *cases = layout.split(name).cases;

@@ -29,15 +29,15 @@ std::vector<nn::OptionSpec> layout_option_specs() {
     return {
         {"data.make_demo", std::string(""),
          "when data.dir does not exist, write this demo dataset there first (lumen make-demo: "
-         "shapes2d, organs3d, fmnist_denoise, bags, text)",
+         "shapes2d, organs3d, lesions3d, fmnist_denoise, bags, text)",
          [] {
              std::vector<std::string> names = datasets::demo_names();
              names.insert(names.begin(), "");
              return names;
          }()},
         {"data.manifest", std::string(""),
-         "image_mask: a CSV of image, mask[, split]; bags: the labels CSV (default "
-         "<dir>/labels.csv)"},
+         "image_mask: a CSV of image, mask[, split]; volume_folder: a CSV of image, label[, "
+         "split]; bags: the labels CSV (default <dir>/labels.csv)"},
         {"data.image_size",
          Ints{},
          "image_folder, image_mask: resize every image to (H, W)",
@@ -97,6 +97,12 @@ std::vector<nn::OptionSpec> layout_option_specs() {
         {"data.zscore", false, "subtract the mean, divide by the std (per channel)"},
         {"data.zscore_nonzero", false, "z-score statistics over nonzero voxels only (MRI)"},
         {"data.scale_to_unit", false, "min-max scale each channel to [0, 1]"},
+        {"data.resize",
+         Ints{},
+         "after the above, resize every example to (H, W) or (i, j, k) (every split; linear, "
+         "labels nearest): a classifier's fixed input size",
+         {},
+         Range::between(1, 1 << 16)},
         // Random augmentation (training split), in this order.
         {"data.patch_size",
          Ints{},
@@ -156,7 +162,7 @@ void ensure_demo_data(const nn::Options& config, std::ostream& out) {
     });
 }
 
-datasets::LayoutOptions layout_options(const nn::Options& config) {
+datasets::LayoutOptions layout_options(const nn::Options& config, const std::string& run_dir) {
     datasets::LayoutOptions o;
     o.layout = config.get_string("data.dataset");
     o.root = config.get_string("data.dir");
@@ -172,11 +178,15 @@ datasets::LayoutOptions layout_options(const nn::Options& config) {
     o.max_vocab = config.get_int("data.max_vocab");
     o.min_count = config.get_int("data.min_count");
     o.lowercase = config.get_bool("data.lowercase");
+    const std::filesystem::path vocabulary = std::filesystem::path(run_dir) / kVocabularyFile;
+    if (o.layout == "text_csv" && !run_dir.empty() && std::filesystem::exists(vocabulary))
+        o.vocabulary = std::make_shared<const datasets::Vocabulary>(
+            datasets::Vocabulary::load(vocabulary.string()));
     return o;
 }
 
-datasets::LayoutData load_config_layout(const nn::Options& config) {
-    datasets::LayoutOptions o = layout_options(config);
+datasets::LayoutData load_config_layout(const nn::Options& config, const std::string& run_dir) {
+    datasets::LayoutOptions o = layout_options(config, run_dir);
     return with_config_keys("data.*", [&] { return datasets::load_layout(o); });
 }
 
@@ -221,6 +231,12 @@ datasets::SampleTransformPtr build_sample_pipeline(const nn::Options& config, in
             [&] { return std::make_shared<ZScore>(config.get_bool("data.zscore_nonzero"), true); });
     if (config.get_bool("data.scale_to_unit"))
         add("data.scale_to_unit", [] { return std::make_shared<ScaleToUnit>(); });
+    if (Ints size = config.get_ints("data.resize"); !size.empty()) {
+        LUMEN_CHECK(int64_t(size.size()) == spatial_dims, "config", "data.resize ",
+                    nn::format_option(size), " needs one size per spatial dim (", spatial_dims,
+                    ")");
+        add("data.resize", [&] { return std::make_shared<Resize>(Shape(size)); });
+    }
     if (training) {
         if (Ints patch = config.get_ints("data.patch_size"); !patch.empty()) {
             LUMEN_CHECK(int64_t(patch.size()) == spatial_dims, "config", "data.patch_size ",

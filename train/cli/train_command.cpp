@@ -153,7 +153,8 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     Device device = setup_runtime(config);
     manual_seed(uint64_t(config.get_int("seed")));
     ensure_demo_data(config, out);
-    DataSplits data = build_data(config);
+    const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
+    DataSplits data = build_data(config, run_dir);
     std::shared_ptr<nn::Module> model = build_model(config, data.shape, true, &out);
     std::shared_ptr<train::Task> task = build_task(config, data.shape);
     model->to(device);
@@ -161,12 +162,16 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     const int64_t k = config.get_int("train.accumulate");
     auto schedule =
         build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
-    const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
     train::Trainer trainer(trainer_options(config, run_dir, device, task), model,
                            std::move(optimizer), schedule, data.train, data.test, out);
     if (a.resume) trainer.resume(checkpoint);
     const bool created = !fs::exists(run_dir);
     try {
+        // Evaluation, resumption and prediction must encode text with this vocabulary.
+        if (data.vocabulary && !fs::exists(fs::path(run_dir) / kVocabularyFile)) {
+            fs::create_directories(run_dir);
+            data.vocabulary->save((fs::path(run_dir) / kVocabularyFile).string());
+        }
         trainer.fit();
     } catch (...) {
         // A run that failed before its first update leaves nothing behind.
