@@ -31,8 +31,11 @@ TEST_CASE("from_vector keeps the element type and checks the count", "[core][ten
     CHECK(t.at<int64_t>({1, 2}) == 6);
     CHECK(t.at<int64_t>({-1, 0}) == 4);
     CHECK(from_vector(std::vector<bool>{true, false}).dtype() == DType::bool_);
-    require_error([] { from_vector(std::vector<float>{1, 2, 3}, {2, 2}); },
-                  {"[from_vector]", "3 values", "[2, 2]"});
+    require_error(
+        [] {
+            from_vector(std::vector<float>{1, 2, 3}, {2, 2});
+        },
+        {"[from_vector]", "3 values", "[2, 2]"});
     require_error([&] { t.at<int64_t>({2, 0}); }, {"[at]", "index 2", "size 2"});
     require_error([&] { t.item<int64_t>(); }, {"[item]", "[2, 3]"});
 }
@@ -121,8 +124,22 @@ TEST_CASE("printing looks like PyTorch", "[core][tensor]") {
     CHECK(arange(0, 4).reshape({2, 2}).str() == "tensor([[0, 1],\n        [2, 3]])");
     CHECK(tensor({1}, {1}, DType::float64).str() == "tensor([1.0000], dtype=float64)");
     CHECK(scalar_tensor(2).str() == "tensor(2.0000)");
-    std::string big = zeros({2000}).str();
-    CHECK(big.find("...") != std::string::npos);
+    // Summarized dims: " ..." between the edge items, "...," on a line of its own between rows,
+    // a blank line between matrices, and every value padded to the widest shown one.
+    CHECK(arange(0, 2000).str() == "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+    CHECK(arange(0, 1100).reshape({100, 11}).str() ==
+          "tensor([[   0,    1,    2,  ...,    8,    9,   10],\n"
+          "        [  11,   12,   13,  ...,   19,   20,   21],\n"
+          "        [  22,   23,   24,  ...,   30,   31,   32],\n"
+          "        ...,\n"
+          "        [1067, 1068, 1069,  ..., 1075, 1076, 1077],\n"
+          "        [1078, 1079, 1080,  ..., 1086, 1087, 1088],\n"
+          "        [1089, 1090, 1091,  ..., 1097, 1098, 1099]])");
+    CHECK(arange(0, 8).reshape({2, 2, 2}).str() ==
+          "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]])");
+    CHECK(tensor({-1.5, 10}).str() == "tensor([-1.5000, 10.0000])");
+    CHECK(tensor({-1, 10}, {2}, DType::float64).str() ==
+          "tensor([-1.0000, 10.0000], dtype=float64)");
     Tensor leaf = tensor({1}).requires_grad_();
     CHECK(leaf.str().find("requires_grad=True") != std::string::npos);
     CHECK(mul(leaf, 2.0).str().find("grad_fn=<mul>") != std::string::npos);
