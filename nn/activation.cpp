@@ -1,7 +1,10 @@
 // Activation, Dropout and DropPath modules: thin wrappers over the ops.
 #include "nn/activation.h"
 
+#include <cstdio>
+
 #include "nn/linear.h"
+#include "nn/repr_text.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 
@@ -33,7 +36,7 @@ Dropout::Dropout(double probability) : Module("Dropout"), p(probability) {
     LUMEN_CHECK(p >= 0 && p <= 1, "Dropout", "p must be in [0, 1], got ", p);
 }
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
-std::string Dropout::extra_repr() const { return "p=" + std::to_string(p); }
+std::string Dropout::extra_repr() const { return "p=" + py_float(p) + ", inplace=False"; }
 
 DropPath::DropPath(double probability, bool scale)
     : Module("DropPath"), drop_prob(probability), scale_by_keep(scale) {
@@ -43,6 +46,11 @@ DropPath::DropPath(double probability, bool scale)
 Tensor DropPath::forward(const Tensor& x) {
     return drop_path(x, drop_prob, is_training(), scale_by_keep);
 }
-std::string DropPath::extra_repr() const { return "drop_prob=" + std::to_string(drop_prob); }
+// timm's form: drop_prob=0.100.
+std::string DropPath::extra_repr() const {
+    char text[32];
+    std::snprintf(text, sizeof(text), "drop_prob=%.3f", drop_prob);
+    return text;
+}
 
 }  // namespace lumen::nn

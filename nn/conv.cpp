@@ -3,19 +3,10 @@
 #include "nn/conv.h"
 
 #include "nn/init.h"
+#include "nn/repr_text.h"
 #include "ops/conv.h"
 
 namespace lumen::nn {
-
-namespace {
-
-std::string list_text(const std::vector<int64_t>& values) {
-    std::string out = "(";
-    for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
-    return out + ")";
-}
-
-}  // namespace
 
 Conv::Conv(const char* type_name, int nd, bool transposed, int64_t in, int64_t out,
            const std::vector<int64_t>& kernel, ConvOptions opts)
@@ -65,16 +56,26 @@ Tensor Conv::forward(const Tensor& x) {
     return conv3d(x, weight, bias, o.stride, o.padding, o.dilation, o.groups);
 }
 
+// As torch's _ConvNd.extra_repr: padding, dilation, output_padding and groups only when they
+// differ from the defaults; bias=False when there is none.
 std::string Conv::extra_repr() const {
+    const size_t n = size_t(nd_);
+    auto each = [n](const std::vector<int64_t>& v) {
+        return v.size() == 1 ? std::vector<int64_t>(n, v[0]) : v;
+    };
     std::string out = std::to_string(in_channels) + ", " + std::to_string(out_channels) +
-                      ", kernel_size=" + list_text(kernel_size) +
-                      ", stride=" + list_text(options.stride);
+                      ", kernel_size=" + py_tuple(each(kernel_size)) +
+                      ", stride=" + py_tuple(each(options.stride));
     if (!options.padding_mode.empty())
         out += ", padding=" + options.padding_mode;
-    else
-        out += ", padding=" + list_text(options.padding);
+    else if (each(options.padding) != std::vector<int64_t>(n, 0))
+        out += ", padding=" + py_tuple(each(options.padding));
+    if (each(options.dilation) != std::vector<int64_t>(n, 1))
+        out += ", dilation=" + py_tuple(each(options.dilation));
+    if (transposed_ && each(options.output_padding) != std::vector<int64_t>(n, 0))
+        out += ", output_padding=" + py_tuple(each(options.output_padding));
     if (options.groups != 1) out += ", groups=" + std::to_string(options.groups);
-    if (!options.bias) out += ", bias=false";
+    if (!options.bias) out += ", bias=False";
     return out;
 }
 

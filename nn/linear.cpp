@@ -3,6 +3,7 @@
 
 #include "core/autograd.h"
 #include "nn/init.h"
+#include "nn/repr_text.h"
 #include "ops/index.h"
 #include "ops/matmul.h"
 
@@ -25,8 +26,7 @@ Tensor Linear::forward(const Tensor& x) {
 
 std::string Linear::extra_repr() const {
     return "in_features=" + std::to_string(in_features) +
-           ", out_features=" + std::to_string(out_features) +
-           ", bias=" + (bias.defined() ? "true" : "false");
+           ", out_features=" + std::to_string(out_features) + ", bias=" + py_bool(bias.defined());
 }
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding)

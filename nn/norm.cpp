@@ -5,20 +5,11 @@
 #include <algorithm>
 
 #include "core/autograd.h"
+#include "nn/repr_text.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
 
 namespace lumen::nn {
-
-namespace {
-
-std::string shape_text(const Shape& shape) {
-    std::string out = "(";
-    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + ")";
-}
-
-}  // namespace
 
 LayerNorm::LayerNorm(Shape shape, double epsilon, bool elementwise_affine, bool has_bias)
     : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(epsilon) {
@@ -33,7 +24,8 @@ Tensor LayerNorm::forward(const Tensor& x) {
     return layer_norm(x, normalized_shape, weight, bias, eps);
 }
 std::string LayerNorm::extra_repr() const {
-    return shape_text(normalized_shape) + ", eps=" + std::to_string(eps);
+    return py_tuple(normalized_shape) + ", eps=" + py_float(eps) +
+           ", elementwise_affine=" + py_bool(weight.defined());
 }
 
 RMSNorm::RMSNorm(Shape shape, double epsilon, bool elementwise_affine)
@@ -44,7 +36,8 @@ RMSNorm::RMSNorm(Shape shape, double epsilon, bool elementwise_affine)
 }
 Tensor RMSNorm::forward(const Tensor& x) { return rms_norm(x, normalized_shape, weight, eps); }
 std::string RMSNorm::extra_repr() const {
-    return shape_text(normalized_shape) + ", eps=" + std::to_string(eps);
+    return py_tuple(normalized_shape) + ", eps=" + py_float(eps) +
+           ", elementwise_affine=" + py_bool(weight.defined());
 }
 
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, double epsilon, bool affine)
@@ -59,7 +52,7 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double epsilon, bool affi
 Tensor GroupNorm::forward(const Tensor& x) { return group_norm(x, num_groups, weight, bias, eps); }
 std::string GroupNorm::extra_repr() const {
     return std::to_string(num_groups) + ", " + std::to_string(num_channels) +
-           ", eps=" + std::to_string(eps);
+           ", eps=" + py_float(eps) + ", affine=" + py_bool(weight.defined());
 }
 
 BatchNorm::BatchNorm(const char* type_name, std::vector<int64_t> input_ndims, int64_t features,
@@ -102,8 +95,10 @@ Tensor BatchNorm::forward(const Tensor& x) {
 }
 
 std::string BatchNorm::extra_repr() const {
-    return std::to_string(num_features) + ", eps=" + std::to_string(eps) +
-           (momentum ? ", momentum=" + std::to_string(*momentum) : ", momentum=None");
+    return std::to_string(num_features) + ", eps=" + py_float(eps) +
+           ", momentum=" + (momentum ? py_float(*momentum) : "None") +
+           ", affine=" + py_bool(weight.defined()) +
+           ", track_running_stats=" + py_bool(running_mean.defined());
 }
 
 }  // namespace lumen::nn

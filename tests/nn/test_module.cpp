@@ -1,6 +1,11 @@
 // The module system: registration and dotted names, state dicts (in memory and as safetensors,
 // strict and non-strict, with the error that lists every mismatch), train/eval, device and
 // dtype moves that keep tensor identity, zero_grad, parameter counts, str().
+#include "nn/activation.h"
+#include "nn/conv.h"
+#include "nn/linear.h"
+#include "nn/norm.h"
+#include "nn/repr_text.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -55,8 +60,9 @@ TEST_CASE("modules name parameters, buffers and children with dotted PyTorch key
     require_error([&] { m.submodule("blocks.7"); }, {"[Tiny]", "blocks.7"});
     require_error([&] { m.tensor("fc.nope"); }, {"[Tiny]", "fc.nope"});
     std::string text = m.str();
-    CHECK(text.find("(fc): Linear(in_features=3, out_features=4, bias=true)") != std::string::npos);
-    CHECK(text.find("(1): LayerNorm((4)") != std::string::npos);
+    CHECK(text.find("(fc): Linear(in_features=3, out_features=4, bias=True)") != std::string::npos);
+    CHECK(text.find("(1): LayerNorm((4,), eps=1e-05, elementwise_affine=True)") !=
+          std::string::npos);
 }
 
 TEST_CASE("registering a name twice or a dotted name is an error", "[nn][module]") {
@@ -179,4 +185,27 @@ TEST_CASE("modules move to the GPU in place", "[cuda][nn][module]") {
     CHECK(handle.is_cuda());
     CHECK(m.steps.is_cuda());
     require_close(m.forward(x.cuda()).cpu(), want, 1e-5, 1e-6);
+}
+
+TEST_CASE("module printouts use PyTorch's forms", "[nn][module]") {
+    CHECK(nn::Conv2d(1, 16, {3}).str() == "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1))");
+    CHECK(nn::Conv2d(3, 8, {3, 1}, {.stride = {2}, .padding = {1, 0}, .groups = 1, .bias = false})
+              .str() ==
+          "Conv2d(3, 8, kernel_size=(3, 1), stride=(2, 2), padding=(1, 0), "
+          "bias=False)");
+    CHECK(nn::Conv1d(2, 4, {5}, {.padding_mode = "same", .dilation = {2}}).str() ==
+          "Conv1d(2, 4, kernel_size=(5,), stride=(1,), padding=same, dilation=(2,))");
+    CHECK(nn::ConvTranspose3d(4, 2, {2}, {.stride = {2}, .output_padding = {1}}).str() ==
+          "ConvTranspose3d(4, 2, kernel_size=(2, 2, 2), stride=(2, 2, 2), "
+          "output_padding=(1, 1, 1))");
+    CHECK(nn::Linear(4, 2, false).str() == "Linear(in_features=4, out_features=2, bias=False)");
+    CHECK(nn::GroupNorm(2, 8).str() == "GroupNorm(2, 8, eps=1e-05, affine=True)");
+    CHECK(nn::BatchNorm2d(8).str() ==
+          "BatchNorm2d(8, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+    CHECK(nn::RMSNorm({64}).str() == "RMSNorm((64,), eps=1e-06, elementwise_affine=True)");
+    CHECK(nn::Dropout(0.1).str() == "Dropout(p=0.1, inplace=False)");
+    CHECK(nn::DropPath(0.1).str() == "DropPath(drop_prob=0.100)");
+    CHECK(nn::Embedding(10, 4, 0).str() == "Embedding(10, 4, padding_idx=0)");
+    CHECK(nn::py_float(1.0) == "1.0");
+    CHECK(nn::py_float(0.5) == "0.5");
 }
