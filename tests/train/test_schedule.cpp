@@ -8,6 +8,8 @@
 #include "support/gradcheck.h"
 #include "train/optim.h"
 #include "train/schedule.h"
+#include "train/schedule_basic.h"
+#include "train/scheduler.h"
 
 using namespace lumen;
 using namespace lumen::testing;
@@ -142,4 +144,30 @@ TEST_CASE("WarmupCosineLR: the Synapse values of spec gdla §6", "[train][schedu
 
 TEST_CASE("One-cycle Adam vector", "[train][schedule][oracle]") {
     require_oracle_vectors({"schedule_onecycle_adam"}, "context");
+}
+
+TEST_CASE("LRScheduler: torch's stateful step() over a schedule", "[train][schedule]") {
+    Tensor p = zeros({2}).requires_grad_(true);
+    train::SGD sgd({p}, 1.0, {.momentum = 0.5});
+    // StepLR(0.1, step_size 2, gamma 0.5): 0.1, 0.1, 0.05, 0.05, 0.025 (torch's get_last_lr()).
+    train::LRScheduler scheduler(sgd, std::make_shared<train::StepLR>(0.1, 2, 0.5));
+    const std::vector<double> expected = {0.1, 0.1, 0.05, 0.05, 0.025};
+    for (size_t t = 0; t < expected.size(); ++t) {
+        CHECK(scheduler.last_index() == int64_t(t));
+        CHECK(scheduler.last_lr() == Approx(expected[t]).epsilon(1e-15));
+        CHECK(sgd.param_groups()[0].lr == Approx(expected[t]).epsilon(1e-15));
+        scheduler.step();
+    }
+    // A one-cycle schedule also cycles the momentum; set_index resumes where a run stopped.
+    train::LRScheduler one_cycle(sgd, std::make_shared<train::OneCycleLR>(train::OneCycleOptions{
+                                          .max_lr = 1e-2, .total_steps = 20}));
+    auto schedule = std::make_shared<train::OneCycleLR>(
+        train::OneCycleOptions{.max_lr = 1e-2, .total_steps = 20});
+    CHECK(sgd.options.momentum == schedule->momentum(0));
+    one_cycle.set_index(7);
+    one_cycle.step();
+    CHECK(sgd.param_groups()[0].lr == schedule->lr(8));
+    CHECK(sgd.options.momentum == schedule->momentum(8));
+    require_error([&] { one_cycle.set_index(-1); }, {"[LRScheduler]", "-1"});
+    require_error([&] { train::LRScheduler none(sgd, nullptr); }, {"[LRScheduler]", "null"});
 }
