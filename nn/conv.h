@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/int_list.h"
 #include "nn/module.h"
 
 namespace lumen::nn {
@@ -45,24 +46,24 @@ class Conv : public Module {
 };
 
 struct Conv1d : Conv {
-    Conv1d(int64_t in, int64_t out, const std::vector<int64_t>& kernel, ConvOptions o = {})
-        : Conv("Conv1d", 1, false, in, out, kernel, std::move(o)) {}
+    Conv1d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
+        : Conv("Conv1d", 1, false, in, out, kernel.values, std::move(o)) {}
 };
 struct Conv2d : Conv {
-    Conv2d(int64_t in, int64_t out, const std::vector<int64_t>& kernel, ConvOptions o = {})
-        : Conv("Conv2d", 2, false, in, out, kernel, std::move(o)) {}
+    Conv2d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
+        : Conv("Conv2d", 2, false, in, out, kernel.values, std::move(o)) {}
 };
 struct Conv3d : Conv {
-    Conv3d(int64_t in, int64_t out, const std::vector<int64_t>& kernel, ConvOptions o = {})
-        : Conv("Conv3d", 3, false, in, out, kernel, std::move(o)) {}
+    Conv3d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
+        : Conv("Conv3d", 3, false, in, out, kernel.values, std::move(o)) {}
 };
 struct ConvTranspose2d : Conv {
-    ConvTranspose2d(int64_t in, int64_t out, const std::vector<int64_t>& kernel, ConvOptions o = {})
-        : Conv("ConvTranspose2d", 2, true, in, out, kernel, std::move(o)) {}
+    ConvTranspose2d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
+        : Conv("ConvTranspose2d", 2, true, in, out, kernel.values, std::move(o)) {}
 };
 struct ConvTranspose3d : Conv {
-    ConvTranspose3d(int64_t in, int64_t out, const std::vector<int64_t>& kernel, ConvOptions o = {})
-        : Conv("ConvTranspose3d", 3, true, in, out, kernel, std::move(o)) {}
+    ConvTranspose3d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
+        : Conv("ConvTranspose3d", 3, true, in, out, kernel.values, std::move(o)) {}
 };
 
 }  // namespace lumen::nn

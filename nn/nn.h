@@ -18,6 +18,7 @@
 #include "nn/conv.h"
 #include "nn/embed.h"
 #include "nn/init.h"
+#include "nn/layers.h"
 #include "nn/linear.h"
 #include "nn/mlp.h"
 #include "nn/module.h"

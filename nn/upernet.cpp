@@ -4,11 +4,8 @@
 
 #include "nn/activation.h"
 #include "nn/norm.h"
-#include "ops/creation.h"
-#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
-#include "ops/pool.h"
 #include "ops/shape.h"
 
 namespace lumen::nn {
@@ -39,25 +36,6 @@ Tensor resize(const Tensor& x, const std::vector<int64_t>& size, bool align_corn
 
 }  // namespace
 
-AdaptiveAvgPool::AdaptiveAvgPool(int64_t spatial_dims_, int64_t output_size_)
-    : Module("AdaptiveAvgPool"), spatial_dims(spatial_dims_), output_size(output_size_) {}
-
-Tensor AdaptiveAvgPool::forward(const Tensor& x) {
-    Dims size(size_t(spatial_dims), output_size);
-    return spatial_dims == 2 ? adaptive_avg_pool2d(x, size) : adaptive_avg_pool3d(x, size);
-}
-
-ChannelDropout::ChannelDropout(int64_t spatial_dims_, double p_)
-    : Module("ChannelDropout"), spatial_dims(spatial_dims_), p(p_) {}
-
-Tensor ChannelDropout::forward(const Tensor& x) {
-    if (!is_training() || p == 0.0) return x;
-    // One keep/drop draw per (sample, channel), broadcast over the positions.
-    Shape channels = {x.size(0), x.size(1)};
-    channels.insert(channels.end(), size_t(x.ndim() - 2), 1);
-    return mul(x, dropout(ones(channels, x.dtype(), x.device()), p, true));
-}
-
 PSPModule::PSPModule(int64_t nd, int64_t in_channels, std::vector<int64_t> bin_sizes,
                      double dropout_p)
     : Module("PSPModule") {
@@ -65,7 +43,7 @@ PSPModule::PSPModule(int64_t nd, int64_t in_channels, std::vector<int64_t> bin_s
     stages = register_module("stages", make<ModuleList<Sequential>>());
     for (int64_t bins : bin_sizes) {
         auto stage = make<Sequential>();
-        stage->push_back(make<AdaptiveAvgPool>(nd, bins));
+        stage->push_back(make<AdaptivePool>(int(nd), true, bins));
         stage->push_back(conv(nd, in_channels, branch, 1, 0, false));
         stage->push_back(batch_norm(nd, branch));
         stage->push_back(make<ReLU>());
@@ -76,7 +54,7 @@ PSPModule::PSPModule(int64_t nd, int64_t in_channels, std::vector<int64_t> bin_s
     bottleneck->push_back(conv(nd, concatenated, in_channels, 1, 1, false));  // padding 1 [quirk]
     bottleneck->push_back(batch_norm(nd, in_channels));
     bottleneck->push_back(make<ReLU>());
-    bottleneck->push_back(make<ChannelDropout>(nd, dropout_p));
+    bottleneck->push_back(make<ChannelDropout>(int(nd), dropout_p));
 }
 
 Tensor PSPModule::forward(const Tensor& x) {

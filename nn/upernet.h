@@ -12,28 +12,9 @@
 
 #include "nn/container.h"
 #include "nn/conv.h"
+#include "nn/layers.h"
 
 namespace lumen::nn {
-
-// Adaptive average pooling to `output_size` cells per spatial dim (2-D or 3-D), as
-// nn.AdaptiveAvgPool2d/3d: cell i of In -> Out averages [floor(i In / Out), ceil((i+1) In / Out)),
-// also when Out > In. Shapes: (B, C, *S) -> (B, C, *output_size). No parameters.
-class AdaptiveAvgPool : public Module {
-  public:
-    AdaptiveAvgPool(int64_t spatial_dims, int64_t output_size);
-    Tensor forward(const Tensor& x) override;
-    int64_t spatial_dims, output_size;
-};
-
-// nn.Dropout2d/3d: while training, zeroes whole channels with probability p and scales the
-// rest by 1 / (1 - p); the identity in eval mode or for p = 0. Shapes: (B, C, *S) unchanged.
-class ChannelDropout : public Module {
-  public:
-    ChannelDropout(int64_t spatial_dims, double p);
-    Tensor forward(const Tensor& x) override;
-    int64_t spatial_dims;
-    double p;
-};
 
 // Pyramid pooling on f (B, c, *S), c divisible by the number of bins:
 //   stage_b = ReLU(BN(conv1x1(c -> c / 4, no bias)(AdaptiveAvgPool(b)(f)))) upsampled to S

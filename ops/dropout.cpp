@@ -82,4 +82,21 @@ Tensor drop_path(const Tensor& x, double drop_prob, bool training, bool scale_by
     return mul(x, mask);
 }
 
+Tensor channel_dropout(const Tensor& x, int64_t spatial_dims, double p, bool training,
+                       Generator* generator) {
+    const std::string op = "dropout" + std::to_string(spatial_dims) + "d";
+    check_float(x, op.c_str());
+    check_probability(p, "p", op.c_str());
+    LUMEN_CHECK(x.ndim() == spatial_dims + 1 || x.ndim() == spatial_dims + 2, op,
+                "expects x of shape (B, C, *spatial) or (C, *spatial) with ", spatial_dims,
+                " spatial dims, got shape ", x.shape());
+    if (!training || p == 0.0) return x;
+    // One draw per channel (of each sample), broadcast over the spatial dims.
+    Shape mask_shape = x.shape();
+    for (int64_t d = x.ndim() - spatial_dims; d < x.ndim(); ++d) mask_shape[size_t(d)] = 1;
+    Tensor mask = bernoulli(mask_shape, 1.0 - p, x.dtype(), generator, x.device());
+    if (p < 1.0) mask = div(mask, 1.0 - p);
+    return mul(x, mask);
+}
+
 }  // namespace lumen

@@ -26,4 +26,13 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
 Tensor drop_path(const Tensor& x, double drop_prob = 0.0, bool training = false,
                  bool scale_by_keep = true, Generator* generator = nullptr);
 
+// Channel dropout, as torch.nn.functional.dropout1d/2d/3d: x (B, C, *spatial) with
+// `spatial_dims` spatial dims (or unbatched (C, *spatial)); y = x * m_bc / (1 - p) with
+// m_bc ~ Bernoulli(1 - p) per channel of each sample, broadcast over the spatial dims (whole
+// feature maps are zeroed). Not training, or p = 0: returns x; p = 1 gives x * 0.
+// Differentiable in x (composite of bernoulli and mul). Throws [dropout<n>d] for p outside
+// [0, 1], a non-float x or a rank other than spatial_dims + 1 or + 2.
+Tensor channel_dropout(const Tensor& x, int64_t spatial_dims, double p = 0.5, bool training = true,
+                       Generator* generator = nullptr);
+
 }  // namespace lumen

@@ -55,14 +55,6 @@ Tensor BasicBlock::forward(const Tensor& x) {
     return add(out, shortcut ? shortcut->forward(x) : x);
 }
 
-MaxPool2d::MaxPool2d(int64_t kernel) : Module("MaxPool2d"), kernel_size(kernel) {
-    LUMEN_CHECK(kernel > 0, "MaxPool2d", "kernel_size must be positive, got ", kernel);
-}
-
-Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, {kernel_size}); }
-
-std::string MaxPool2d::extra_repr() const { return "kernel_size=" + std::to_string(kernel_size); }
-
 DownBlock::DownBlock(int64_t in_ch, int64_t out_ch, int64_t num_block, bool pool)
     : Module("DownBlock") {
     LUMEN_CHECK(num_block > 0, "DownBlock", "num_block must be positive, got ", num_block);

@@ -9,6 +9,7 @@
 
 #include "nn/container.h"
 #include "nn/conv.h"
+#include "nn/layers.h"
 #include "nn/norm.h"
 
 namespace lumen::nn::utnet {
@@ -36,16 +37,6 @@ class BasicBlock : public Module {
     std::shared_ptr<BatchNorm2d> bn1, bn2;
     std::shared_ptr<Conv2d> conv1, conv2;
     std::shared_ptr<Sequential> shortcut;  // null for the identity shortcut (no parameters)
-};
-
-// A parameter-free 2x2 max pool (stride 2) as a module, so that stages keep PyTorch's
-// Sequential indices ("blocks.1" is the BasicBlock after the pool).
-class MaxPool2d : public Module {
-  public:
-    explicit MaxPool2d(int64_t kernel_size = 2);
-    Tensor forward(const Tensor& x) override;
-    std::string extra_repr() const override;
-    int64_t kernel_size;
 };
 
 // Encoder stage without transformer (official `down_block`): conv.0 MaxPool2d(2) (or, with
