@@ -104,6 +104,7 @@ ModelEntry sima_vit_entry() {
         {"depth", int64_t(12), "SimA blocks", {}, Range::between(0, 1e4)},
         {"num_heads", int64_t(8), "heads", {}, size_range()},
         {"mlp_ratio", 4.0, "MLP width / embed_dim", {}, Range::above(0)},
+        {"qkv_bias", true, "bias of the q, k, v projections"},
         {"cls_attn_layers", int64_t(2), "class-attention layers", {}, Range::between(0, 64)},
         {"eta", 1.0, "layer-scale init", {}, Range::above(0)},
         {"tokens_norm", true, "normalize every token in the class-attention layers"},
@@ -117,6 +118,7 @@ ModelEntry sima_vit_entry() {
         c.depth = o.get_int("depth");
         c.num_heads = o.get_int("num_heads");
         c.mlp_ratio = o.get_double("mlp_ratio");
+        c.qkv_bias = o.get_bool("qkv_bias");
         c.cls_attn_layers = o.get_int("cls_attn_layers");
         c.eta = o.get_double("eta");
         c.tokens_norm = o.get_bool("tokens_norm");

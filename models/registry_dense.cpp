@@ -21,6 +21,16 @@ using Strings = std::vector<std::string>;
 
 // ---- pvt_segnet ----
 
+// An encoder list given in full (one value per stage) replaces the variant's; empty keeps it.
+template <typename T>
+void override_stages(std::vector<T>& stages, const std::vector<T>& given, const char* key) {
+    if (given.empty()) return;
+    LUMEN_CHECK(given.size() == stages.size(), "pvt_segnet", key,
+                " needs one value per encoder stage (", stages.size(), "), got ", given.size(),
+                ": ", nn::format_option(given));
+    stages = given;
+}
+
 ModelEntry pvt_segnet_entry() {
     const PVTSegNetConfig paper = pvt_segnet_config("gdla");
     std::vector<OptionSpec> options{
@@ -40,14 +50,41 @@ ModelEntry pvt_segnet_entry() {
         {"us_ks", int64_t(3), "the up-sampling ConvTranspose2d kernel (3 or 5)", {},
          Range::between(1, 15)},
         {"hidden_ratio", 4.0, "decoder MLP width / dim", {}, Range::above(0)},
+        {"qkv_bias", paper.qkv_bias, "decoder: bias of the q, k, v projections"},
+        {"norm_eps", paper.norm_eps, "decoder: epsilon of its LayerNorms", {}, Range::above(0)},
+        {"rope_base", paper.rope_base, "sa and da decoders: the RoPE base", {}, Range::above(1)},
         {"drop_path_rate", 0.0, "the encoder's stochastic depth", {}, rate_range()},
+        // The PVTv2 keyword arguments the reference's `encoder` dict overrides (tiny encoders).
+        {"encoder_depths", Ints{}, "encoder blocks per stage (4 values; empty: the variant's)",
+         {}, Range::between(0, 64)},
+        {"encoder_embed_dims", Ints{},
+         "encoder widths per stage, also the decoder's (4 values; empty: the variant's)", {},
+         size_range()},
+        {"encoder_num_heads", Ints{}, "encoder heads per stage (4 values; empty: the variant's)",
+         {}, size_range()},
+        {"encoder_sr_ratios", Ints{},
+         "key/value spatial reduction per stage (4 values; empty: the variant's)", {},
+         size_range()},
+        {"encoder_mlp_ratios", std::vector<double>{},
+         "encoder MLP width / width per stage (4 values; empty: the variant's)", {},
+         Range::above(0)},
     };
     auto config_of = [](const nn::Options& o) {
         PVTSegNetConfig c = pvt_segnet_config(o.get_string("decoder"), o.get_int("in_chs"),
                                               o.get_int("n_classes"));
         c.encoder = pvt_v2_config(o.get_string("encoder"));
         c.encoder.drop_path_rate = o.get_double("drop_path_rate");
+        override_stages(c.encoder.depths, o.get_ints("encoder_depths"), "encoder_depths");
+        override_stages(c.encoder.embed_dims, o.get_ints("encoder_embed_dims"),
+                        "encoder_embed_dims");
+        override_stages(c.encoder.num_heads, o.get_ints("encoder_num_heads"), "encoder_num_heads");
+        override_stages(c.encoder.sr_ratios, o.get_ints("encoder_sr_ratios"), "encoder_sr_ratios");
+        override_stages(c.encoder.mlp_ratios, o.get_doubles("encoder_mlp_ratios"),
+                        "encoder_mlp_ratios");
         c.n_heads = o.get_ints("n_heads");
+        c.qkv_bias = o.get_bool("qkv_bias");
+        c.norm_eps = o.get_double("norm_eps");
+        c.rope_base = o.get_double("rope_base");
         c.deepsupervision = o.get_bool("deepsupervision");
         c.use_rope = o.get_bool("use_rope");
         c.us_ks = o.get_int("us_ks");
@@ -248,7 +285,7 @@ ModelEntry context_swin_entry() {
         {"patch_size", int64_t(2), "isotropic patch", {}, size_range()},
     };
     for (OptionSpec& spec : mixer_options())
-        if (spec.key.rfind("mamba_", 0) != 0 && spec.key != "hyena_l_max") options.push_back(spec);
+        if (spec.key.rfind("mamba_", 0) != 0) options.push_back(spec);
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         ContextSwinConfig c;
         c.decoder = o.get_string("decoder");
@@ -263,6 +300,7 @@ ModelEntry context_swin_entry() {
         c.mixer.type = o.get_string("mixer");
         if (c.mixer.type == "hyena")
             c.mixer.options = {
+                {"l_max", double(o.get_int("hyena_l_max"))},
                 {"filter_order", double(o.get_int("hyena_filter_order"))},
                 {"short_filter_order", double(o.get_int("hyena_short_filter_order"))}};
         return std::make_shared<ContextSwin>(c);

@@ -1,8 +1,11 @@
 // check-vectors adapters of spec `context` for Swin (2.9: context.PatchEmbed, compute_mask,
 // relative_position_index, WindowAttention, SwinTransformerBlock, PatchMergingV2, BasicLayer,
 // SwinTransformer), the UPerNet head (2.10: context.UperNet) and the Swin whole models
-// (context.model with encoder "Swin": context_vectors.cpp hands it to "context.model:Swin").
+// (context.model with encoder "Swin": context_vectors.cpp hands it to "context.model:Swin",
+// built by the registry's context_swin).
+#include "conformance/context/context_vectors.h"
 #include "conformance/module_vectors.h"
+#include "conformance/registry_vectors.h"
 #include "models/context_swin.h"
 #include "nn/swin/window.h"
 
@@ -145,24 +148,14 @@ const VectorAdapterRegistration kUperNet("context.UperNet", [](VectorCall& call)
                                          call.input("f4")})}};
 });
 
+// build_swin_model(...) of the reference: the entry context_swin, with the same defaults.
 const VectorAdapterRegistration kSwinModel("context.model:Swin", [](VectorCall& call) {
-    models::ContextSwinConfig c;
-    c.decoder = call.config.get_string("decoder", "upernet");
-    c.in_channels = call.config.get_int("in_channels");
-    c.out_channels = call.config.get_int("out_channels");
-    c.time = call.config.get_int("time", 1);
-    c.height = call.config.get_int("height");
-    c.width = call.config.get_int("width");
-    c.embed_dim = call.config.get_int("embed_dim", c.embed_dim);
-    c.depths = call.config.get_ints("depths", c.depths);
-    c.num_heads = call.config.get_ints("num_heads", c.num_heads);
-    c.window_size = call.config.get_ints("window_size", c.window_size);
-    c.patch_size = call.config.get_int("patch_size", c.patch_size);
-    c.mixer = read_mixer(call);
-    models::ContextSwin model(c);
-    bind_module(call, model);
-    set_batchnorm_mode(call, model);
-    return TensorMap{{"y", model.forward(call.input("x"))}};
+    std::vector<std::string> keys = kContextModelKeys;
+    keys.push_back("batchnorm");  // set_batchnorm_mode
+    std::shared_ptr<nn::Module> model =
+        build_registry_model(call, {"context_swin", {}, keys}, context_img_size(call));
+    set_batchnorm_mode(call, *model);
+    return TensorMap{{"y", model->forward(call.input("x"))}};
 });
 
 }  // namespace

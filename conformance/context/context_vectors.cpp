@@ -1,10 +1,11 @@
 // check-vectors adapters for the ViT side of spec context: the MONAI pieces (2.1-2.4), the
 // backbone (2.5), the UNETR blocks (2.6) and the whole models (`context.model`, which
-// dispatches on config "encoder": "ViT" here, any other encoder to the adapter registered as
-// "context.model:<encoder>", e.g. the Swin models' "context.model:Swin").
+// dispatches on config "encoder": "ViT" here, built by the registry's context_vit, any other
+// encoder to the adapter registered as "context.model:<encoder>", e.g. "context.model:Swin").
 #include "conformance/context/context_vectors.h"
 
 #include "conformance/module_vectors.h"
+#include "conformance/registry_vectors.h"
 #include "models/context_vit.h"
 
 namespace lumen::cli {
@@ -35,6 +36,15 @@ void check_nested_keys(const nlohmann::json& object, const std::vector<std::stri
 }
 
 }  // namespace
+
+nn::Options context_img_size(VectorCall& call) {
+    const int64_t time = call.config.get_int("time", 1);
+    const int64_t height = call.config.get_int("height"), width = call.config.get_int("width");
+    nn::Options size;
+    size.set("img_size", time == 1 ? std::vector<int64_t>{height, width}
+                                   : std::vector<int64_t>{time, height, width});
+    return size;
+}
 
 MixerOptions context_mixer_options(VectorConfig& c, const std::string& module) {
     MixerOptions o;
@@ -138,25 +148,11 @@ const VectorAdapterRegistration kUnetrUpBlock("context.UnetrUpBlock", [](VectorC
     return TensorMap{{"y", block.forward(call.input("x"), call.input("skip"))}};
 });
 
+// build_vit_model(...) of the reference: the entry context_vit, with the same defaults.
 TensorMap vit_model(VectorCall& call) {
-    VectorConfig& c = call.config;
-    models::ContextViTModelConfig config;
-    config.decoder = c.get_string("decoder", "unetr");
-    config.in_channels = c.get_int("in_channels");
-    config.out_channels = c.get_int("out_channels");
-    config.time = c.get_int("time", 1);
-    config.height = c.get_int("height");
-    config.width = c.get_int("width");
-    config.patch_size = c.get_int("patch_size");
-    config.hidden_size = c.get_int("hidden_size", 384);
-    config.mlp_dim = c.get_int("mlp_dim", 1536);
-    config.num_layers = c.get_int("num_layers", 12);
-    config.num_heads = c.get_int("num_heads", 6);
-    config.feature_size = c.get_int("feature_size", 32);
-    config.mixer = context_mixer_options(c, call.module);
-    models::ContextViTModel model(config);
-    bind_module(call, model);
-    return TensorMap{{"y", model.forward(call.input("x"))}};
+    std::shared_ptr<nn::Module> model =
+        build_registry_model(call, {"context_vit", {}, kContextModelKeys}, context_img_size(call));
+    return TensorMap{{"y", model->forward(call.input("x"))}};
 }
 
 const VectorAdapterRegistration kModel("context.model", [](VectorCall& call) {

@@ -1,14 +1,24 @@
 // Config readers shared by the check-vectors adapters of spec context (mixers, ViT pieces,
-// UNETR blocks, whole models).
+// UNETR blocks, the whole models' size).
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "conformance/op_vectors.h"
 #include "nn/context/vit_blocks.h"
+#include "nn/options.h"
 
 namespace lumen::cli {
+
+// A context.model vector's keys that are no registry options: "encoder" (which model), and
+// "time", "height", "width", which context_img_size turns into the option img_size.
+inline const std::vector<std::string> kContextModelKeys{"encoder", "time", "height", "width"};
+
+// img_size of a context.model vector: (height, width) when time is 1 (2-D), else (time,
+// height, width). Throws [<module>] when height or width is missing.
+nn::Options context_img_size(VectorCall& call);
 
 // The MambaVision dt_rank: "auto" (or absent / null) gives nullopt = ceil(d_model / 16),
 // otherwise an integer. Throws [<module>] for anything else.

@@ -17,12 +17,6 @@ namespace lumen::cli {
 
 namespace {
 
-template <typename T>
-void require_preset(VectorCall& call, const std::string& key, const T& got, const T& want) {
-    LUMEN_CHECK(got == want, call.module, "config '", key, "' = ", got, " but the ", call.module,
-                " preset has ", want);
-}
-
 double attn_option(const nn::BlockOptions& block, const std::string& name, double fallback) {
     for (const auto& [key, value] : block.attn_options)
         if (key == name) return value;

@@ -1,8 +1,9 @@
 // check-vectors adapters for the official SimA model parts of spec sfree_utnet (§2): SimA,
-// ClassAttention, ClassAttentionBlock, LPI, SimABlock and SimAVisionTransformer (module strings
-// "sfree_utnet.<official class>"; forward-only H, W under "forward"; BatchNorm in training mode
-// unless "mode" is "eval", handled by bind_module).
+// ClassAttention, ClassAttentionBlock, LPI, SimABlock and SimAVisionTransformer (built by the
+// registry's sima_vit) (module strings "sfree_utnet.<official class>"; forward-only H, W under
+// "forward"; BatchNorm in training mode unless "mode" is "eval", handled by bind_module).
 #include "conformance/module_vectors.h"
+#include "conformance/registry_vectors.h"
 #include "models/sima_vit.h"
 
 namespace lumen::cli {
@@ -79,26 +80,19 @@ const VectorAdapterRegistration kSimABlock("sfree_utnet.SimABlock", [](VectorCal
     return output(block.forward(call.input("x"), forward_int(call, "H"), forward_int(call, "W")));
 });
 
+// SimAVisionTransformer(num_classes=1000, embed_dim=768, num_heads=12, tokens_norm=False, ...):
+// the entry sima_vit, whose defaults are the paper's SimA-S12.
+const RegistryModel kSimAViT{"sima_vit",
+                             {},
+                             {},
+                             {{"num_classes", int64_t(1000)},
+                              {"embed_dim", int64_t(768)},
+                              {"num_heads", int64_t(12)},
+                              {"tokens_norm", false}}};
+
 const VectorAdapterRegistration kSimAVisionTransformer(
     "sfree_utnet.SimAVisionTransformer", [](VectorCall& call) {
-        VectorConfig& config = call.config;
-        models::SimAViTConfig c;
-        c.patch_size = config.get_int("patch_size", c.patch_size);
-        c.in_chans = config.get_int("in_chans", c.in_chans);
-        c.num_classes = config.get_int("num_classes", c.num_classes);
-        c.embed_dim = config.get_int("embed_dim", c.embed_dim);
-        c.depth = config.get_int("depth", c.depth);
-        c.num_heads = config.get_int("num_heads", c.num_heads);
-        c.mlp_ratio = config.get_double("mlp_ratio", c.mlp_ratio);
-        c.qkv_bias = config.get_bool("qkv_bias", c.qkv_bias);
-        c.cls_attn_layers = config.get_int("cls_attn_layers", c.cls_attn_layers);
-        c.use_pos = config.get_bool("use_pos", c.use_pos);
-        c.eta = config.get_double("eta", c.eta);
-        c.tokens_norm = config.get_bool("tokens_norm", c.tokens_norm);
-        c.norm_eps = config.get_double("norm_eps", c.norm_eps);
-        models::SimAVisionTransformer model(c);
-        bind_module(call, model);
-        return output(model.forward(call.input("x")));
+        return output(build_registry_model(call, kSimAViT)->forward(call.input("x")));
     });
 
 }  // namespace

@@ -1,7 +1,9 @@
 // check-vectors adapters for UTNet's modules and the whole model (spec sfree_utnet §3, module
 // strings "sfree_utnet.<official class name>"): constructor keyword arguments from the config,
-// forward-only arguments under "forward", parameters and buffers loaded by bind_module.
+// forward-only arguments under "forward", parameters and buffers loaded by bind_module; the
+// whole model built by the registry's utnet.
 #include "conformance/module_vectors.h"
+#include "conformance/registry_vectors.h"
 #include "models/utnet.h"
 
 namespace lumen::cli {
@@ -135,29 +137,23 @@ const VectorAdapterRegistration kUpBlock("sfree_utnet.up_block", [](VectorCall& 
     return TensorMap{{"y", block.forward(call.input("x1"), call.input("x2"))}};
 });
 
-models::UTNetConfig utnet_config(VectorConfig& c) {
-    models::UTNetConfig config;
-    config.in_chan = c.get_int("in_chan");
-    config.base_chan = c.get_int("base_chan");
-    config.num_classes = c.get_int("num_classes", 1);
-    config.reduce_size = c.get_int("reduce_size", 8);
-    config.block_list = c.get_string("block_list", "234");
-    config.num_blocks = c.get_ints("num_blocks", {1, 2, 4});
-    config.projection = c.get_string("projection", "interp");
-    config.num_heads = c.get_ints("num_heads", {2, 4, 8});
-    config.attn_drop = c.get_double("attn_drop", 0.0);
-    config.proj_drop = c.get_double("proj_drop", 0.0);
-    config.maxpool = c.get_bool("maxpool", true);
-    config.rel_pos = c.get_bool("rel_pos", true);
-    config.aux_loss = c.get_bool("aux_loss", false);
-    config.rel_pos_type = c.get_string("rel_pos_type", "bias");
-    return config;
-}
+// UTNet(in_chan, base_chan, num_classes=1, block_list="234", num_blocks=(1, 2, 4),
+// num_heads=(2, 4, 8), attn_drop=0.0, proj_drop=0.0, aux_loss=False, ...): the entry utnet,
+// whose defaults are the paper's training model.
+const RegistryModel kUTNetModel{"utnet",
+                                {},
+                                {},
+                                {{"num_classes", int64_t(1)},
+                                 {"block_list", std::string("234")},
+                                 {"num_blocks", std::vector<int64_t>{1, 2, 4}},
+                                 {"num_heads", std::vector<int64_t>{2, 4, 8}},
+                                 {"attn_drop", 0.0},
+                                 {"proj_drop", 0.0},
+                                 {"aux_loss", false}}};
 
 const VectorAdapterRegistration kUTNet("sfree_utnet.UTNet", [](VectorCall& call) {
-    models::UTNet net(utnet_config(call.config));
-    bind_module(call, net);
-    std::vector<Tensor> out = net.forward_outputs(call.input("x"));
+    std::vector<Tensor> out =
+        build_registry_model(call, kUTNetModel)->forward_outputs(call.input("x"));
     if (out.size() == 1) return TensorMap{{"y", out[0]}};
     return TensorMap{{"y", out[0]}, {"out3", out[1]}, {"out2", out[2]}, {"out1", out[3]}};
 });

@@ -106,6 +106,38 @@ TEST_CASE("pvt_segnet: every decoder, with and without deep supervision", "[regi
         32134607);
 }
 
+TEST_CASE("pvt_segnet: a tiny encoder through the encoder_* options", "[registry]") {
+    using Ints = std::vector<int64_t>;
+    // The oracle vectors' model (spec gdla 3.8): one block per stage, widths 8, 8, 12, 16.
+    const nn::Options tiny = opts({{"encoder_depths", Ints{1, 1, 1, 1}},
+                                   {"encoder_embed_dims", Ints{8, 8, 12, 16}},
+                                   {"encoder_num_heads", Ints{1, 1, 2, 2}},
+                                   {"encoder_sr_ratios", Ints{8, 4, 2, 1}},
+                                   {"encoder_mlp_ratios", std::vector<double>{4, 4, 4, 4}},
+                                   {"n_heads", Ints{2, 2, 3, 2}},
+                                   {"n_classes", int64_t(3)}});
+    one_step("pvt_segnet", tiny, {32, 64});
+    std::shared_ptr<nn::Module> model =
+        models::build_model("pvt_segnet", models::model_options("pvt_segnet", tiny));
+    // PyTorch's count for that model (the p.* tensors of pvt_gdla_tiny_in1_K3_ds_32x64).
+    CHECK(model->num_parameters() == 38187);
+    CHECK(model->tensor("backbone.patch_embed.proj.weight").shape() == Shape{8, 3, 7, 7});
+    CHECK(model->tensor("backbone.stages.3.blocks.0.mlp.fc1.weight").shape() == Shape{64, 16});
+
+    nn::Options short_depths = tiny;
+    short_depths.set("encoder_depths", Ints{1, 1, 1});
+    CHECK_THROWS_WITH(
+        models::build_model("pvt_segnet", models::model_options("pvt_segnet", short_depths)),
+        Catch::Matchers::Contains("[pvt_segnet] encoder_depths needs one value per encoder "
+                                  "stage (4), got 3: [1, 1, 1]"));
+    CHECK_THROWS_WITH(
+        models::model_options("pvt_segnet", opts({{"encoder_mlp_ratios", Ints{4, 0, 4, 4}}})),
+        Catch::Matchers::Contains("encoder_mlp_ratios"));
+    CHECK_THROWS_WITH(
+        models::model_options("pvt_segnet", opts({{"encoder_depth", Ints{1, 1, 1, 1}}})),
+        Catch::Matchers::Contains("did you mean 'encoder_depths'"));
+}
+
 TEST_CASE("utnet: relative positions, projections and deep supervision", "[registry]") {
     one_step("utnet",
              opts({{"base_chan", int64_t(8)},
