@@ -154,3 +154,14 @@ TEST_CASE("task keys: the losses, tasks and metrics a config may name", "[cli][t
         CHECK(summary.contains(key));
     CHECK(fs::exists(dir.file("runs/f/checkpoints/best.safetensors")));
 }
+
+TEST_CASE("data.resize gives Fashion-MNIST-style splits another size", "[cli][tasks]") {
+    cli::DataSplits data = cli::build_data(resolved({"data.resize=[32, 32]"}));
+    CHECK(data.shape.img_size == std::vector<int64_t>{32, 32});
+    data.train->start_epoch(0);
+    std::optional<std::vector<Tensor>> batch = data.train->next();
+    REQUIRE(batch);
+    CHECK(batch->front().shape() == Shape{16, 1, 32, 32});
+    require_error([] { cli::build_data(resolved({"data.resize=[32]"})); },
+                  {"[config]", "data.resize [32]", "one size per spatial dim (2)"});
+}

@@ -8,6 +8,7 @@
 #include "datasets/loader.h"
 #include "datasets/transforms.h"
 #include "ops/elementwise.h"
+#include "ops/interpolate.h"
 #include "ops/random.h"
 #include "train/cli/experiment.h"
 
@@ -60,7 +61,14 @@ Split load_split(const nn::Options& config, bool train) {
     LUMEN_CHECK(subset >= 0, "config", "data.", train ? "train" : "test",
                 "_subset must be >= 0, got ", subset);
     const int64_t n = std::min(subset > 0 ? subset : split.labels.numel(), split.labels.numel());
-    return {split.images.narrow(0, 0, n).contiguous(), split.labels.narrow(0, 0, n).contiguous()};
+    Tensor images = split.images.narrow(0, 0, n);
+    // data.resize: once for the whole split (bilinear, as the layouts' Resize).
+    if (std::vector<int64_t> size = config.get_ints("data.resize"); !size.empty()) {
+        LUMEN_CHECK(size.size() == 2, "config", "data.resize ", nn::format_option(size),
+                    " needs one size per spatial dim (2)");
+        images = interpolate(images, size, {}, "bilinear", false);
+    }
+    return {images.contiguous(), split.labels.narrow(0, 0, n).contiguous()};
 }
 
 // The random training transforms in torchvision order (geometry, noise), then normalize.

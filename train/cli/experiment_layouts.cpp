@@ -99,8 +99,8 @@ std::vector<nn::OptionSpec> layout_option_specs() {
         {"data.scale_to_unit", false, "min-max scale each channel to [0, 1]"},
         {"data.resize",
          Ints{},
-         "after the above, resize every example to (H, W) or (i, j, k) (every split; linear, "
-         "labels nearest): a classifier's fixed input size",
+         "after the above, resize every example to (H, W) or (i, j, k) (every split, layouts "
+         "and Fashion-MNIST; linear, labels nearest): a classifier's fixed input size",
          {},
          Range::between(1, 1 << 16)},
         // Random augmentation (training split), in this order.
