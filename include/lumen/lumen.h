@@ -1,4 +1,6 @@
-// The umbrella header: #include <lumen/lumen.h> gives the whole public API.
+// The umbrella header: #include <lumen/lumen.h> gives the whole public API: tensors and
+// autograd (core/), the ops, nn modules, the papers' models, training (optimizers, schedules,
+// losses, metrics, checkpoints, the trainer) and data (readers, layouts, transforms, loader).
 #pragma once
 
 #include "core/autograd.h"
@@ -11,4 +13,6 @@
 #include "core/tensor.h"
 #include "ops/ops.h"
 #include "nn/nn.h"
+#include "models/models.h"
+#include "train/train.h"
 #include "datasets/datasets.h"
