@@ -9,8 +9,9 @@
 
 namespace lumen::train {
 
-Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceLossOptions& options) {
-    ClassMaps maps = class_maps("dice_loss", input, target);
+Tensor adaptive_tversky_loss(const Tensor& input, const Tensor& target,
+                             const AdaptiveTverskyOptions& options) {
+    ClassMaps maps = class_maps("adaptive_tversky_loss", input, target);
     const Tensor &probs = maps.probs, &onehot = maps.onehot;
     const Dims& all_but_class = maps.reduce;
     Tensor tp = sum(mul(probs, onehot), all_but_class);
@@ -24,25 +25,25 @@ Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceLossOption
     return neg(sub(mean(dice), 1.0));  // mean over classes of (1 - dice)
 }
 
-Tensor ce_dice_loss(const Tensor& input, const Tensor& target,
-                    const std::vector<double>& class_weight, const DiceLossOptions& options) {
-    Tensor labels = class_indices("ce_dice_loss", input, target);
+Tensor utnet_loss(const Tensor& input, const Tensor& target,
+                  const std::vector<double>& class_weight, const AdaptiveTverskyOptions& options) {
+    Tensor labels = class_indices("utnet_loss", input, target);
     Tensor weight;
     if (!class_weight.empty()) {
-        LUMEN_CHECK(int64_t(class_weight.size()) == input.size(1), "ce_dice_loss",
+        LUMEN_CHECK(int64_t(class_weight.size()) == input.size(1), "utnet_loss",
                     "class_weight has ", class_weight.size(), " values for ", input.size(1),
                     " classes");
         weight = from_vector(class_weight, {}, input.device()).to(input.dtype());
     }
-    return add(cross_entropy(input, labels, weight), dice_loss(input, labels, options));
+    return add(cross_entropy(input, labels, weight), adaptive_tversky_loss(input, labels, options));
 }
 
-Tensor DiceLoss::forward(const Tensor& input, const Tensor& target) const {
-    return dice_loss(input, target, options);
+Tensor AdaptiveTverskyLoss::forward(const Tensor& input, const Tensor& target) const {
+    return adaptive_tversky_loss(input, target, options);
 }
 
-Tensor DiceCELoss::forward(const Tensor& input, const Tensor& target) const {
-    return ce_dice_loss(input, target, class_weight, options);
+Tensor UTNetLoss::forward(const Tensor& input, const Tensor& target) const {
+    return utnet_loss(input, target, class_weight, options);
 }
 
 Tensor deep_supervision_loss(const std::vector<Tensor>& outputs, const Tensor& target,

@@ -1,8 +1,9 @@
-// Training losses built from ops (autograd flows through them): UTNet's adaptive Dice
-// (Tversky) loss, Dice + class-weighted cross-entropy, and deep-supervision weighting (spec
-// sfree_utnet §5.1-5.2, official yhygao/UTNet losses.py / train_deep.py). The plain losses
-// (cross_entropy, bce, mse, ...) are ops in ops/loss.h; a Loss object wraps any of them so
-// that a trainer can hold "the loss" built from a config.
+// Training losses built from ops (autograd flows through them): UTNet's loss, its "Dice" being a
+// Tversky index with an adaptive alpha, plus class-weighted cross-entropy, and deep-supervision
+// weighting (spec sfree_utnet §5.1-5.2, official yhygao/UTNet losses.py / train_deep.py). The
+// plain Dice and the other segmentation losses are in loss_seg.h; the pointwise losses
+// (cross_entropy, bce, mse, ...) are ops in ops/loss.h. A Loss object wraps any of them so that
+// a trainer can hold "the loss" built from a config.
 #pragma once
 
 #include <memory>
@@ -16,28 +17,30 @@ namespace lumen::train {
 // Shapes used below: input = logits (B, C, *spatial); target = class indices, int64,
 // (B, 1, *spatial) (UTNet's layout) or (B, *spatial), values in [0, C).
 
-// UTNet's Dice loss, per class c with P = softmax(input, 1), Y = one_hot(target), sums over
-// the batch and all positions:
+// UTNet's "Dice" loss (its DiceLoss, a Tversky loss whose alpha adapts to the batch), per
+// class c with P = softmax(input, 1), Y = one_hot(target), sums over the batch and all
+// positions:
 //   TP = sum P Y,  FP = sum P (1 - Y),  FN = sum (1 - P) Y
 //   alpha = clamp(FP / (FP + FN + smooth), alpha_min, alpha_max)   (not detached),
 //   dice = TP / (TP + alpha FP + (1 - alpha) FN + smooth)
 //   loss = mean over classes of (1 - dice)          (background included) -> 0-d tensor
 // Gradient: input (none where the clamp is active for alpha's own path).
-// Throws [dice_loss] for mismatched shapes or a non-integer target, [one_hot] for a label
-// outside [0, C).
-struct DiceLossOptions {
+// Throws [adaptive_tversky_loss] for mismatched shapes or a non-integer target, [one_hot] for a
+// label outside [0, C).
+struct AdaptiveTverskyOptions {
     double smooth = 1e-5;
     double alpha_min = 0.2;
     double alpha_max = 0.8;
 };
-Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceLossOptions& options = {});
+Tensor adaptive_tversky_loss(const Tensor& input, const Tensor& target,
+                             const AdaptiveTverskyOptions& options = {});
 
 // cross_entropy(input, target, weight = class_weight) (weighted mean, as PyTorch) +
-// dice_loss(input, target). class_weight: C values or empty for none. -> 0-d tensor.
-// Throws [ce_dice_loss] for a class_weight of the wrong length.
-Tensor ce_dice_loss(const Tensor& input, const Tensor& target,
-                    const std::vector<double>& class_weight = {},
-                    const DiceLossOptions& options = {});
+// adaptive_tversky_loss(input, target). class_weight: C values or empty for none. -> 0-d tensor.
+// Throws [utnet_loss] for a class_weight of the wrong length.
+Tensor utnet_loss(const Tensor& input, const Tensor& target,
+                  const std::vector<double>& class_weight = {},
+                  const AdaptiveTverskyOptions& options = {});
 
 // A loss as an object: loss(input, target) -> 0-d tensor. Subclasses hold their settings.
 class Loss {
@@ -50,23 +53,24 @@ class Loss {
     virtual std::string name() const = 0;
 };
 
-class DiceLoss : public Loss {
+class AdaptiveTverskyLoss : public Loss {
   public:
-    explicit DiceLoss(DiceLossOptions options = {}) : options(options) {}
+    explicit AdaptiveTverskyLoss(AdaptiveTverskyOptions options = {}) : options(options) {}
     Tensor forward(const Tensor& input, const Tensor& target) const override;
-    std::string name() const override { return "dice"; }
-    DiceLossOptions options;
+    std::string name() const override { return "adaptive_tversky"; }
+    AdaptiveTverskyOptions options;
 };
 
-// UTNet's training loss: class-weighted CE + Dice (official weights {0.5, 1, 1, 1}).
-class DiceCELoss : public Loss {
+// UTNet's training loss: class-weighted CE + the adaptive Tversky loss (official weights
+// {0.5, 1, 1, 1}).
+class UTNetLoss : public Loss {
   public:
-    explicit DiceCELoss(std::vector<double> class_weight = {}, DiceLossOptions options = {})
+    explicit UTNetLoss(std::vector<double> class_weight = {}, AdaptiveTverskyOptions options = {})
         : class_weight(std::move(class_weight)), options(options) {}
     Tensor forward(const Tensor& input, const Tensor& target) const override;
-    std::string name() const override { return "ce_dice"; }
+    std::string name() const override { return "utnet"; }
     std::vector<double> class_weight;
-    DiceLossOptions options;
+    AdaptiveTverskyOptions options;
 };
 
 // Deep supervision: L = sum_i weights[i] loss(outputs[i], target), outputs in the model's

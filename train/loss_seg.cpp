@@ -63,13 +63,31 @@ Tensor boundary_dou_loss(const Tensor& input, const Tensor& target,
     return mean(div(numerator, denominator));
 }
 
+namespace {
+
+Tensor dice_loss_of(const char* who, const Tensor& input, const Tensor& target,
+                    const DiceOptions& o) {
+    ClassMaps maps = class_maps(who, input, target, o.activation);
+    // Per sample: every dim but the batch and the class (maps are class-last).
+    Dims reduce = maps.reduce;
+    if (!o.batch) reduce.erase(reduce.begin());
+    Tensor inter = sum(mul(maps.probs, maps.onehot), reduce);
+    Tensor z = sum(o.squared ? square(maps.probs) : maps.probs, reduce);
+    Tensor y = sum(maps.onehot, reduce);  // t^2 = t
+    Tensor dice = div(add(mul(inter, 2.0), o.eps), add(add(z, y), o.eps));
+    return neg(sub(mean(dice), 1.0));  // mean of 1 - dice
+}
+
+}  // namespace
+
+Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceOptions& options) {
+    return dice_loss_of("dice_loss", input, target, options);
+}
+
 Tensor soft_dice_loss(const Tensor& input, const Tensor& target, double eps,
                       ClassActivation activation) {
-    ClassMaps maps = class_maps("soft_dice_loss", input, target, activation);
-    Tensor inter = sum(mul(maps.probs, maps.onehot), maps.reduce);
-    Tensor denominator =
-        add(add(sum(square(maps.probs), maps.reduce), sum(maps.onehot, maps.reduce)), eps);
-    return neg(sub(mean(div(add(mul(inter, 2.0), eps), denominator)), 1.0));  // 1 - mean dice
+    return dice_loss_of("soft_dice_loss", input, target,
+                        {.eps = eps, .squared = true, .batch = true, .activation = activation});
 }
 
 Tensor soft_dice_ce_loss(const Tensor& input, const Tensor& target,

@@ -1,7 +1,8 @@
-// Segmentation losses of PVT-GDLA (spec gdla §3.9, official xmindflow/gdla criterions): the
-// Boundary DoU loss (Sun et al., MICCAI 2023), the soft Dice loss with squared denominators and
-// its 0.5 CE + 0.5 Dice mix. Built from ops (autograd, any device). UTNet's adaptive Dice and
-// the deep-supervision sum are in loss.h; deep_supervision_loss takes these losses as well.
+// Segmentation losses: the plain Dice loss (MONAI's DiceLoss), and those of PVT-GDLA (spec gdla
+// §3.9, official xmindflow/gdla criterions): the Boundary DoU loss (Sun et al., MICCAI 2023),
+// the soft Dice loss with squared denominators and its 0.5 CE + 0.5 Dice mix. Built from ops
+// (autograd, any device). UTNet's adaptive Tversky loss and the deep-supervision sum are in
+// loss.h; deep_supervision_loss takes these losses as well.
 #pragma once
 
 #include <string>
@@ -39,14 +40,28 @@ Tensor boundary_dou_loss(const Tensor& input, const Tensor& target,
 Tensor boundary_dou_alpha(const Tensor& labels, int64_t num_classes, DType dtype, double eps = 1e-5,
                           double alpha_max = 0.8);
 
-// Soft Dice with squared denominators (gdla's DiceLoss; not UTNet's dice_loss):
-//   loss = mean_k [1 - (2 I_k + eps) / (Z_k + Y_k + eps)]      -> 0-d tensor.
-// Gradient: input. Throws [soft_dice_loss] like boundary_dou_loss.
+// The Dice loss, as MONAI's DiceLoss (include_background, smooth_nr = smooth_dr = eps):
+//   dice_bk = (2 I_bk + eps) / (Z_bk + Y_bk + eps),  loss = mean over b, k of (1 - dice_bk)
+// with the sums over the positions of each sample b (batch: over the batch too, one dice per
+// class, as nnU-Net's batch Dice), and Z, Y the sums of p and t, or of p^2 and t^2 (squared,
+// MONAI's squared_pred). -> 0-d tensor. Gradient: input. Throws [dice_loss] like
+// boundary_dou_loss.
+struct DiceOptions {
+    double eps = 1e-5;
+    bool squared = false;
+    bool batch = false;
+    ClassActivation activation = ClassActivation::softmax;
+};
+Tensor dice_loss(const Tensor& input, const Tensor& target, const DiceOptions& options = {});
+
+// Soft Dice with squared denominators over the whole batch (the gdla code's DiceLoss):
+//   loss = mean_k [1 - (2 I_k + eps) / (Z_k + Y_k + eps)]      -> 0-d tensor,
+// dice_loss with squared and batch set. Throws [soft_dice_loss] like boundary_dou_loss.
 Tensor soft_dice_loss(const Tensor& input, const Tensor& target, double eps = 1e-5,
                       ClassActivation activation = ClassActivation::softmax);
 
 // lambda_ce * cross_entropy(input, target) (mean over pixels) + lambda_dice * soft_dice_loss
-// (softmax); gdla's DiceCELoss, defaults 0.5 / 0.5. Throws [soft_dice_ce_loss].
+// (softmax); the gdla code's DiceCELoss, defaults 0.5 / 0.5. Throws [soft_dice_ce_loss].
 struct SoftDiceCELossOptions {
     double eps = 1e-5;
     double lambda_dice = 0.5;
@@ -64,6 +79,16 @@ class BoundaryDoULoss : public Loss {
     }
     std::string name() const override { return "boundary_dou"; }
     BoundaryDoULossOptions options;
+};
+
+class DiceLoss : public Loss {
+  public:
+    explicit DiceLoss(DiceOptions options = {}) : options(options) {}
+    Tensor forward(const Tensor& input, const Tensor& target) const override {
+        return dice_loss(input, target, options);
+    }
+    std::string name() const override { return "dice"; }
+    DiceOptions options;
 };
 
 class SoftDiceLoss : public Loss {

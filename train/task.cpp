@@ -41,7 +41,8 @@ Tensor class_target(const Tensor& target) {
 
 std::vector<std::string> loss_term_names(const std::string& kind) {
     if (kind == "segmentation")
-        return {"cross_entropy", "soft_dice", "dice_ce", "utnet_dice", "utnet", "boundary_dou"};
+        return {"cross_entropy", "dice",  "soft_dice",   "dice_ce",
+                "utnet_dice",    "utnet", "boundary_dou"};
     if (kind == "enhancement") return {"mse", "l1", "charbonnier", "gaussian_deriv3d"};
     return {"cross_entropy"};
 }
@@ -108,10 +109,11 @@ Tensor LossSum::term(const std::string& name, const Tensor& output, const Tensor
     }
     if (name == "cross_entropy")
         return cross_entropy(output, t, weight, -100, "mean", spec_.label_smoothing);
+    if (name == "dice") return dice_loss(output, t);
     if (name == "soft_dice") return soft_dice_loss(output, t);
     if (name == "dice_ce") return soft_dice_ce_loss(output, t);
-    if (name == "utnet_dice") return dice_loss(output, t);
-    if (name == "utnet") return ce_dice_loss(output, t, spec_.class_weights);
+    if (name == "utnet_dice") return adaptive_tversky_loss(output, t);
+    if (name == "utnet") return utnet_loss(output, t, spec_.class_weights);
     return boundary_dou_loss(output, t);
 }
 

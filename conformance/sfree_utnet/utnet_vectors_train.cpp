@@ -23,17 +23,17 @@ std::vector<double> doubles(VectorConfig& config, const char* key) {
 TensorMap scalar_output(const Tensor& loss) { return {{"y", loss.reshape({1})}}; }
 
 const VectorAdapterRegistration kDiceLoss("sfree_utnet.utnet_dice_loss", [](VectorCall& call) {
-    return scalar_output(train::dice_loss(call.input("input"), call.input("target")));
+    return scalar_output(train::adaptive_tversky_loss(call.input("input"), call.input("target")));
 });
 
 const VectorAdapterRegistration kCeDiceLoss("sfree_utnet.utnet_ce_dice_loss", [](VectorCall& call) {
-    train::DiceCELoss loss(doubles(call.config, "class_weight"));
+    train::UTNetLoss loss(doubles(call.config, "class_weight"));
     return scalar_output(loss(call.input("input"), call.input("target")));
 });
 
 const VectorAdapterRegistration kDeepSupervision(
     "sfree_utnet.utnet_deep_supervision_loss", [](VectorCall& call) {
-        train::DiceCELoss loss(doubles(call.config, "class_weight"));
+        train::UTNetLoss loss(doubles(call.config, "class_weight"));
         std::vector<Tensor> outputs{call.input("out"), call.input("out3"), call.input("out2"),
                                     call.input("out1")};
         return scalar_output(train::deep_supervision_loss(

@@ -23,21 +23,21 @@ double one_minus_dice(double tp, double fp, double fn) {
 
 }  // namespace
 
-TEST_CASE("dice_loss: a two-pixel case worked out by hand", "[train][loss]") {
+TEST_CASE("adaptive_tversky_loss: a two-pixel case worked out by hand", "[train][loss]") {
     // Pixel 0: logits (0, 0) -> P = (1/2, 1/2), label 0. Pixel 1: (log 3, 0) -> (3/4, 1/4),
     // label 1. Class 0: TP 1/2, FP 3/4, FN 1/2. Class 1: TP 1/4, FP 1/2, FN 3/4.
     Tensor logits = tensor({0.0, std::log(3.0), 0.0, 0.0}, {1, 2, 1, 2}, DType::float64);
     Tensor target = labels({0, 1}, {1, 1, 1, 2});
     double want = (one_minus_dice(0.5, 0.75, 0.5) + one_minus_dice(0.25, 0.5, 0.75)) / 2;
-    Tensor loss = train::dice_loss(logits, target);
+    Tensor loss = train::adaptive_tversky_loss(logits, target);
     CHECK(loss.ndim() == 0);
     CHECK(loss.item<double>() == Approx(want).epsilon(1e-12));
     // The same labels without the channel dim.
-    CHECK(train::dice_loss(logits, labels({0, 1}, {1, 1, 2})).item<double>() ==
+    CHECK(train::adaptive_tversky_loss(logits, labels({0, 1}, {1, 1, 2})).item<double>() ==
           Approx(want).epsilon(1e-12));
 }
 
-TEST_CASE("dice_loss clamps alpha and keeps its gradient elsewhere", "[train][loss]") {
+TEST_CASE("adaptive_tversky_loss clamps alpha and keeps its gradient elsewhere", "[train][loss]") {
     // Every label 0 and confident wrong logits: class 0 has FN >> FP (alpha -> 0.2), the
     // other classes have FN = 0 (alpha -> 0.8).
     Tensor logits = tensor({-3, -2, -4, 3, 2, 4}, {1, 2, 1, 3}, DType::float64);
@@ -51,29 +51,36 @@ TEST_CASE("dice_loss clamps alpha and keeps its gradient elsewhere", "[train][lo
         fp1 += 1 - q0;
     }
     double want = (one_minus_dice(tp, fp, fn) + one_minus_dice(0, fp1, 0)) / 2;
-    CHECK(train::dice_loss(logits, target).item<double>() == Approx(want).epsilon(1e-12));
-    gradcheck([&](const std::vector<Tensor>& in) { return train::dice_loss(in[0], target); },
-              {logits});
+    CHECK(train::adaptive_tversky_loss(logits, target).item<double>() ==
+          Approx(want).epsilon(1e-12));
+    gradcheck(
+        [&](const std::vector<Tensor>& in) { return train::adaptive_tversky_loss(in[0], target); },
+        {logits});
 }
 
-TEST_CASE("dice_loss and ce_dice_loss gradients match finite differences", "[train][loss]") {
+TEST_CASE("adaptive_tversky_loss and utnet_loss gradients match finite differences",
+          "[train][loss]") {
     Generator gen(7);
     Tensor logits = random_input({2, 3, 3, 4}, 1, -2.0, 2.0);
     Tensor target = randint(0, 3, {2, 1, 3, 4}, DType::int64, &gen);
-    gradcheck([&](const std::vector<Tensor>& in) { return train::dice_loss(in[0], target); },
-              {logits});
+    gradcheck(
+        [&](const std::vector<Tensor>& in) { return train::adaptive_tversky_loss(in[0], target); },
+        {logits});
     gradcheck(
         [&](const std::vector<Tensor>& in) {
-            return train::ce_dice_loss(in[0], target, {0.5, 1.0, 2.0});
+            return train::utnet_loss(in[0], target, {0.5, 1.0, 2.0});
         },
         {logits});
     Tensor volume = random_input({1, 2, 2, 3, 2}, 2, -2.0, 2.0);  // 3-D maps work too
     Tensor volume_target = randint(0, 2, {1, 1, 2, 3, 2}, DType::int64, &gen);
-    gradcheck([&](const std::vector<Tensor>& in) { return train::dice_loss(in[0], volume_target); },
-              {volume});
+    gradcheck(
+        [&](const std::vector<Tensor>& in) {
+            return train::adaptive_tversky_loss(in[0], volume_target);
+        },
+        {volume});
 }
 
-TEST_CASE("ce_dice_loss is weighted CE + Dice; deep supervision weights the outputs",
+TEST_CASE("utnet_loss is weighted CE + Dice; deep supervision weights the outputs",
           "[train][loss]") {
     Generator gen(8);
     Tensor logits = random_input({2, 4, 3, 3}, 3, -2.0, 2.0);
@@ -81,8 +88,8 @@ TEST_CASE("ce_dice_loss is weighted CE + Dice; deep supervision weights the outp
     std::vector<double> w{0.5, 1.0, 1.0, 1.0};
     Tensor ce =
         cross_entropy(logits, target.squeeze(1), tensor({0.5, 1, 1, 1}, {4}, DType::float64));
-    double want = ce.item<double>() + train::dice_loss(logits, target).item<double>();
-    train::DiceCELoss loss(w);
+    double want = ce.item<double>() + train::adaptive_tversky_loss(logits, target).item<double>();
+    train::UTNetLoss loss(w);
     CHECK(loss(logits, target).item<double>() == Approx(want).epsilon(1e-12));
     std::vector<Tensor> outputs{logits, mul(logits, 0.5), mul(logits, -1.0), add(logits, 1.0)};
     std::vector<double> aux{1.0, 0.4, 0.2, 0.1};
@@ -94,15 +101,16 @@ TEST_CASE("ce_dice_loss is weighted CE + Dice; deep supervision weights the outp
                   {"[deep_supervision_loss]", "4 outputs"});
     require_error(
         [&] {
-            train::ce_dice_loss(logits, target, {1.0, 2.0});
+            train::utnet_loss(logits, target, {1.0, 2.0});
         },
-        {"[ce_dice_loss]", "2 values for 4 classes"});
+        {"[utnet_loss]", "2 values for 4 classes"});
     require_error(
         [&] {
-            train::dice_loss(logits, labels({0, 1}, {1, 1, 1, 2}));
+            train::adaptive_tversky_loss(logits, labels({0, 1}, {1, 1, 1, 2}));
         },
-        {"[dice_loss]", "[1, 1, 1, 2]"});
-    require_error([&] { train::dice_loss(logits, logits); }, {"[dice_loss]", "integer"});
+        {"[adaptive_tversky_loss]", "[1, 1, 1, 2]"});
+    require_error([&] { train::adaptive_tversky_loss(logits, logits); },
+                  {"[adaptive_tversky_loss]", "integer"});
 }
 
 TEST_CASE("UTNet loss vectors", "[train][loss][oracle]") {

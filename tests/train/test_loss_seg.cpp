@@ -204,3 +204,36 @@ TEST_CASE("gdla loss vectors", "[train][loss][oracle]") {
          "loss_dicece_K4_2x12x10_absent3", "loss_deep_supervision_bdou_K3_16x16"},
         "gdla");
 }
+
+TEST_CASE("dice_loss: MONAI's plain Dice per sample, by hand, and its variants", "[train][loss]") {
+    // B = 2, K = 2, 2 positions; logits chosen so softmax p(class 1) = 0.8, 0.3 | 0.6, 0.1.
+    auto logit = [](double p) { return std::log(p / (1 - p)); };
+    Tensor logits = from_vector(std::vector<double>{0, 0, logit(0.8), logit(0.3),  //
+                                                    0, 0, logit(0.6), logit(0.1)},
+                                {2, 2, 2});
+    Tensor labels = from_vector(std::vector<int64_t>{1, 0, 1, 1}, {2, 2});
+    // Sample 0: class 1 I = 0.8, Z = 1.1, Y = 1; class 0 I = 0.7, Z = 0.9, Y = 1.
+    // Sample 1: class 1 I = 0.7, Z = 0.7, Y = 2; class 0 I = 0, Z = 1.3, Y = 0.
+    const double e = 1e-5;
+    auto d = [&](double i, double z, double y) { return 1 - (2 * i + e) / (z + y + e); };
+    const double plain = (d(0.8, 1.1, 1) + d(0.7, 0.9, 1) + d(0.7, 0.7, 2) + d(0, 1.3, 0)) / 4;
+    CHECK(train::dice_loss(logits, labels).item<double>() == Approx(plain).epsilon(1e-12));
+    // batch: one dice per class over both samples (class 1: I 1.5, Z 1.8, Y 3).
+    const double batch = (d(1.5, 1.8, 3) + d(0.7, 2.2, 1)) / 2;
+    CHECK(train::dice_loss(logits, labels, {.batch = true}).item<double>() ==
+          Approx(batch).epsilon(1e-12));
+    // squared + batch is the gdla soft Dice.
+    CHECK(train::dice_loss(logits, labels, {.squared = true, .batch = true}).item<double>() ==
+          Approx(train::soft_dice_loss(logits, labels).item<double>()).epsilon(1e-14));
+    CHECK(train::DiceLoss().name() == "dice");
+    gradcheck([&](const std::vector<Tensor>& in) { return train::dice_loss(in[0], labels); },
+              {logits});
+    gradcheck(
+        [&](const std::vector<Tensor>& in) {
+            return train::dice_loss(
+                in[0], labels, {.squared = true, .activation = train::ClassActivation::sigmoid});
+        },
+        {logits});
+    require_error([&] { train::dice_loss(logits, labels.to(DType::float32)); },
+                  {"[dice_loss]", "integer"});
+}

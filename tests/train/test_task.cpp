@@ -183,12 +183,12 @@ TEST_CASE("loss sums and deep supervision equal the losses they combine", "[task
     o.loss.deep_supervision = {1, 0.4};
     task = train::make_task(o);
     CHECK(task->uses_all_outputs());
-    const double expected = train::ce_dice_loss(a, t, {0.5, 1, 1}).item<double>() +
-                            0.4 * train::ce_dice_loss(b, t, {0.5, 1, 1}).item<double>();
+    const double expected = train::utnet_loss(a, t, {0.5, 1, 1}).item<double>() +
+                            0.4 * train::utnet_loss(b, t, {0.5, 1, 1}).item<double>();
     CHECK_THAT(task->loss({a, b}, t).item<double>(), WithinAbs(expected, 1e-12));
     // Evaluation scores the main output alone; a UTNet-style (B, 1, H, W) target works too.
     CHECK_THAT(task->eval_loss(a, t.unsqueeze(1)).item<double>(),
-               WithinAbs(train::ce_dice_loss(a, t, {0.5, 1, 1}).item<double>(), 1e-12));
+               WithinAbs(train::utnet_loss(a, t, {0.5, 1, 1}).item<double>(), 1e-12));
     // Gradients reach both outputs.
     Tensor x = a.clone().requires_grad_(true), y = b.clone().requires_grad_(true);
     task->loss({x, y}, t).backward();

@@ -25,7 +25,7 @@ std::vector<nn::OptionSpec> task_option_specs() {
          Strings{"auto", "classification", "segmentation", "enhancement"}},
         {"loss.name", std::string("auto"),
          "loss terms joined by '+' (auto: cross_entropy; segmentation dice_ce; enhancement "
-         "mse): cross_entropy, soft_dice, dice_ce, utnet_dice, utnet, boundary_dou; mse, l1, "
+         "mse): cross_entropy, dice, soft_dice, dice_ce, utnet_dice, utnet, boundary_dou; mse, l1, "
          "charbonnier, gaussian_deriv3d"},
         {"loss.weights",
          Doubles{},
