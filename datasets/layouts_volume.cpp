@@ -203,7 +203,8 @@ LayoutData load_volume_folder(const LayoutOptions& options) {
             [&](const std::string& value, const std::string& at) {
                 const fs::path path = base / value;
                 const std::string ext = extension_of(path);
-                LUMEN_CHECK(fs::is_regular_file(path), "layout", at, ": no file ", path.string());
+                LUMEN_CHECK(fs::is_regular_file(path), "layout", at, ": no regular file ",
+                            path.string());
                 LUMEN_CHECK(ext == ".nii" || ext == ".nii.gz" || ext == ".npy", "layout", at, ": ",
                             path.string(), " is not a .nii, .nii.gz or .npy volume");
                 return CaseInfo{stem_of(path), path.string(), "", -1};

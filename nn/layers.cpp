@@ -17,7 +17,7 @@ std::string int_or_tuple(const Dims& values) {
     return values.size() == 1 ? std::to_string(values[0]) : py_tuple(values);
 }
 
-void check_count(const Dims& values, int nd, const char* type, const char* what) {
+void check_count(const Dims& values, int nd, const std::string& type, const char* what) {
     LUMEN_CHECK(values.size() == 1 || values.size() == size_t(nd), type, what, " needs 1 or ", nd,
                 " values, got ", values);
 }
@@ -27,6 +27,8 @@ const char* name_for(int nd, const char* const (&names)[3], const char* family) 
     LUMEN_CHECK(nd >= 1 && nd <= 3, family, "spatial dims must be 1, 2 or 3, got ", nd);
     return names[nd - 1];
 }
+constexpr const char* kMaxPool[3] = {"MaxPool1d", "MaxPool2d", "MaxPool3d"};
+constexpr const char* kAvgPool[3] = {"AvgPool1d", "AvgPool2d", "AvgPool3d"};
 constexpr const char* kAdaptiveAvg[3] = {"AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
                                          "AdaptiveAvgPool3d"};
 constexpr const char* kAdaptiveMax[3] = {"AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -40,16 +42,16 @@ Dims widened(const Dims& values, int64_t one) {
 
 }  // namespace
 
-Pool::Pool(const char* type_name, int nd, bool average, Dims kernel, PoolOptions opts)
-    : Module(type_name),
+Pool::Pool(int nd, bool average, Dims kernel, PoolOptions opts)
+    : Module(name_for(nd, average ? kAvgPool : kMaxPool, "Pool")),
       kernel_size(std::move(kernel)),
       options(std::move(opts)),
       nd_(nd),
       average_(average) {
-    check_count(kernel_size, nd, type_name, "kernel_size");
-    if (!options.stride.empty()) check_count(options.stride, nd, type_name, "stride");
-    check_count(options.padding, nd, type_name, "padding");
-    check_count(options.dilation, nd, type_name, "dilation");
+    check_count(kernel_size, nd, type_name(), "kernel_size");
+    if (!options.stride.empty()) check_count(options.stride, nd, type_name(), "stride");
+    check_count(options.padding, nd, type_name(), "padding");
+    check_count(options.dilation, nd, type_name(), "dilation");
 }
 
 Tensor Pool::forward(const Tensor& x) {
@@ -85,14 +87,13 @@ std::string Pool::extra_repr() const {
     return out;
 }
 
-AdaptivePool::AdaptivePool(const char* type_name, int nd, bool average, Dims size)
-    : Module(type_name), output_size(std::move(size)), nd_(nd), average_(average) {
-    check_count(output_size, nd, type_name, "output_size");
-}
-
 AdaptivePool::AdaptivePool(int nd, bool average, IntList size)
-    : AdaptivePool(name_for(nd, average ? kAdaptiveAvg : kAdaptiveMax, "AdaptivePool"), nd, average,
-                   std::move(size.values)) {}
+    : Module(name_for(nd, average ? kAdaptiveAvg : kAdaptiveMax, "AdaptivePool")),
+      output_size(std::move(size.values)),
+      nd_(nd),
+      average_(average) {
+    check_count(output_size, nd, type_name(), "output_size");
+}
 
 Tensor AdaptivePool::forward(const Tensor& x) {
     if (nd_ == 1) {
@@ -140,13 +141,10 @@ std::string Flatten::extra_repr() const {
     return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);
 }
 
-ChannelDropout::ChannelDropout(const char* type_name, int nd, double probability)
-    : Module(type_name), p(probability), nd_(nd) {
-    LUMEN_CHECK(p >= 0 && p <= 1, type_name, "p must be in [0, 1], got ", p);
-}
-
 ChannelDropout::ChannelDropout(int nd, double probability)
-    : ChannelDropout(name_for(nd, kDropout, "ChannelDropout"), nd, probability) {}
+    : Module(name_for(nd, kDropout, "ChannelDropout")), p(probability), nd_(nd) {
+    LUMEN_CHECK(p >= 0 && p <= 1, type_name(), "p must be in [0, 1], got ", p);
+}
 
 Tensor ChannelDropout::forward(const Tensor& x) {
     return channel_dropout(x, nd_, p, is_training());

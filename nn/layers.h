@@ -25,11 +25,12 @@ struct PoolOptions {
     std::optional<int64_t> divisor_override;  // average pools only
 };
 
-// torch.nn.MaxPool{1,2,3}d and AvgPool{1,2,3}d. Throws [<type>] for a kernel of the wrong
-// length when built, and the op's errors (ops/pool.h) in forward.
+// torch.nn.MaxPool{1,2,3}d and AvgPool{1,2,3}d (named by nd and average). Throws [<type>]
+// for a kernel, stride, padding or dilation of the wrong length when built, [Pool] for nd
+// outside 1..3, and the op's errors (ops/pool.h) in forward.
 class Pool : public Module {
   public:
-    Pool(const char* type_name, int nd, bool average, Dims kernel_size, PoolOptions options);
+    Pool(int nd, bool average, Dims kernel_size, PoolOptions options);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
     Dims kernel_size;
@@ -40,38 +41,28 @@ class Pool : public Module {
     bool average_;
 };
 
-struct MaxPool1d : Pool {
-    explicit MaxPool1d(IntList kernel, PoolOptions o = {})
-        : Pool("MaxPool1d", 1, false, std::move(kernel.values), std::move(o)) {}
+template <int ND>
+struct MaxPoolNd : Pool {
+    explicit MaxPoolNd(IntList kernel, PoolOptions o = {})
+        : Pool(ND, false, std::move(kernel.values), std::move(o)) {}
 };
-struct MaxPool2d : Pool {
-    explicit MaxPool2d(IntList kernel, PoolOptions o = {})
-        : Pool("MaxPool2d", 2, false, std::move(kernel.values), std::move(o)) {}
+template <int ND>
+struct AvgPoolNd : Pool {
+    explicit AvgPoolNd(IntList kernel, PoolOptions o = {})
+        : Pool(ND, true, std::move(kernel.values), std::move(o)) {}
 };
-struct MaxPool3d : Pool {
-    explicit MaxPool3d(IntList kernel, PoolOptions o = {})
-        : Pool("MaxPool3d", 3, false, std::move(kernel.values), std::move(o)) {}
-};
-struct AvgPool1d : Pool {
-    explicit AvgPool1d(IntList kernel, PoolOptions o = {})
-        : Pool("AvgPool1d", 1, true, std::move(kernel.values), std::move(o)) {}
-};
-struct AvgPool2d : Pool {
-    explicit AvgPool2d(IntList kernel, PoolOptions o = {})
-        : Pool("AvgPool2d", 2, true, std::move(kernel.values), std::move(o)) {}
-};
-struct AvgPool3d : Pool {
-    explicit AvgPool3d(IntList kernel, PoolOptions o = {})
-        : Pool("AvgPool3d", 3, true, std::move(kernel.values), std::move(o)) {}
-};
+using MaxPool1d = MaxPoolNd<1>;
+using MaxPool2d = MaxPoolNd<2>;
+using MaxPool3d = MaxPoolNd<3>;
+using AvgPool1d = AvgPoolNd<1>;
+using AvgPool2d = AvgPoolNd<2>;
+using AvgPool3d = AvgPoolNd<3>;
 
 // torch.nn.AdaptiveAvgPool{1,2,3}d and AdaptiveMaxPool{1,2,3}d (the max forms return the
-// values only).
+// values only). Throws [<type>] for an output_size of the wrong length, [AdaptivePool] for nd
+// outside 1..3.
 class AdaptivePool : public Module {
   public:
-    AdaptivePool(const char* type_name, int nd, bool average, Dims output_size);
-    // The nd-dimensional one (AdaptiveAvgPool2d for nd 2, average): for code generic over
-    // 2-D and 3-D. Throws [AdaptivePool] for nd outside 1..3.
     AdaptivePool(int nd, bool average, IntList output_size);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
@@ -82,30 +73,20 @@ class AdaptivePool : public Module {
     bool average_;
 };
 
-struct AdaptiveAvgPool1d : AdaptivePool {
-    explicit AdaptiveAvgPool1d(IntList size)
-        : AdaptivePool("AdaptiveAvgPool1d", 1, true, size.values) {}
+template <int ND>
+struct AdaptiveAvgPoolNd : AdaptivePool {
+    explicit AdaptiveAvgPoolNd(IntList size) : AdaptivePool(ND, true, std::move(size)) {}
 };
-struct AdaptiveAvgPool2d : AdaptivePool {
-    explicit AdaptiveAvgPool2d(IntList size)
-        : AdaptivePool("AdaptiveAvgPool2d", 2, true, size.values) {}
+template <int ND>
+struct AdaptiveMaxPoolNd : AdaptivePool {
+    explicit AdaptiveMaxPoolNd(IntList size) : AdaptivePool(ND, false, std::move(size)) {}
 };
-struct AdaptiveAvgPool3d : AdaptivePool {
-    explicit AdaptiveAvgPool3d(IntList size)
-        : AdaptivePool("AdaptiveAvgPool3d", 3, true, size.values) {}
-};
-struct AdaptiveMaxPool1d : AdaptivePool {
-    explicit AdaptiveMaxPool1d(IntList size)
-        : AdaptivePool("AdaptiveMaxPool1d", 1, false, size.values) {}
-};
-struct AdaptiveMaxPool2d : AdaptivePool {
-    explicit AdaptiveMaxPool2d(IntList size)
-        : AdaptivePool("AdaptiveMaxPool2d", 2, false, size.values) {}
-};
-struct AdaptiveMaxPool3d : AdaptivePool {
-    explicit AdaptiveMaxPool3d(IntList size)
-        : AdaptivePool("AdaptiveMaxPool3d", 3, false, size.values) {}
-};
+using AdaptiveAvgPool1d = AdaptiveAvgPoolNd<1>;
+using AdaptiveAvgPool2d = AdaptiveAvgPoolNd<2>;
+using AdaptiveAvgPool3d = AdaptiveAvgPoolNd<3>;
+using AdaptiveMaxPool1d = AdaptiveMaxPoolNd<1>;
+using AdaptiveMaxPool2d = AdaptiveMaxPoolNd<2>;
+using AdaptiveMaxPool3d = AdaptiveMaxPoolNd<3>;
 
 // torch.nn.Upsample: interpolate(x, size or scale_factor, mode, align_corners) (exactly one of
 // size and scale_factor). Throws [Upsample] when both or neither are given.
@@ -132,12 +113,11 @@ class Flatten : public Module {
     int64_t start_dim, end_dim;
 };
 
-// torch.nn.Dropout1d/2d/3d: channel_dropout (ops/dropout.h) in training mode; identity in eval.
+// torch.nn.Dropout1d/2d/3d (Dropout<nd>d): channel_dropout (ops/dropout.h) in training mode;
+// identity in eval. Throws [Dropout<nd>d] for p outside [0, 1], [ChannelDropout] for nd outside
+// 1..3.
 class ChannelDropout : public Module {
   public:
-    ChannelDropout(const char* type_name, int nd, double p);
-    // Dropout<nd>d, for code generic over 2-D and 3-D. Throws [ChannelDropout] for nd outside
-    // 1..3.
     ChannelDropout(int nd, double p);
     Tensor forward(const Tensor& x) override;
     std::string extra_repr() const override;
@@ -146,14 +126,13 @@ class ChannelDropout : public Module {
   private:
     int nd_;
 };
-struct Dropout1d : ChannelDropout {
-    explicit Dropout1d(double p = 0.5) : ChannelDropout("Dropout1d", 1, p) {}
+
+template <int ND>
+struct DropoutNd : ChannelDropout {
+    explicit DropoutNd(double p = 0.5) : ChannelDropout(ND, p) {}
 };
-struct Dropout2d : ChannelDropout {
-    explicit Dropout2d(double p = 0.5) : ChannelDropout("Dropout2d", 2, p) {}
-};
-struct Dropout3d : ChannelDropout {
-    explicit Dropout3d(double p = 0.5) : ChannelDropout("Dropout3d", 3, p) {}
-};
+using Dropout1d = DropoutNd<1>;
+using Dropout2d = DropoutNd<2>;
+using Dropout3d = DropoutNd<3>;
 
 }  // namespace lumen::nn

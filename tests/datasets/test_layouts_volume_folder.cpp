@@ -107,7 +107,7 @@ TEST_CASE("volume_folder: a CSV manifest of .npy volumes, channels and errors",
     require_error([&] { read_layout_input(o, dir.file("vols/flat.npy")); },
                   {"[layout]", "flat.npy", "expected (i, j, k) or (channels, i, j, k)"});
     write_text(dir.file("list.csv"), "image,label\nvols/a.npy,1\nvols/missing.npy,0\n");
-    require_error([&] { load_layout(o); }, {"[layout]", "list.csv: row 3", "no file"});
+    require_error([&] { load_layout(o); }, {"[layout]", "list.csv: row 3", "no regular file"});
     write_text(dir.file("vols/x.png"), "");
     write_text(dir.file("list.csv"), "image,label\nvols/x.png,1\n");
     require_error([&] { load_layout(o); }, {"[layout]", "row 2", "not a .nii, .nii.gz or .npy"});

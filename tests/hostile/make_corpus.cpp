@@ -331,5 +331,15 @@ int main(int argc, char** argv) {
     add_case("layout_image_size_pixels", 1, "more than 2^28 pixels",
              {"data", layout_config, "--set", "data.dataset=image_folder", "--set",
               "data.dir=" + path_of("folder"), "--set", "data.image_size=[65536, 65536]"});
+    add_case("layout_huge_resize", 1, "more than the 2^31",
+             {"data", layout_config, "--set", "data.resize=[65536, 65536, 65536]"});
+    // volume_folder: a manifest row naming a FIFO (never opened: not a regular file).
+    fs::create_directories(path_of("vols"));
+    const std::string fifo_volume = path_of("vols/fifo.nii.gz");
+    mkfifo(fifo_volume.c_str(), 0600);
+    write_text("vols/list.csv", "image,label\nfifo.nii.gz,1\n");
+    add_case("volume_manifest_fifo", 1, "no regular file",
+             {"data", layout_config, "--set", "data.dataset=volume_folder", "--set",
+              "data.manifest=" + path_of("vols/list.csv")});
     return 0;
 }
