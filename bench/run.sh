@@ -60,8 +60,8 @@ threads=${THREADS:-$(nproc)}
 rounds=${ROUNDS:-1}
 repeats=${REPEATS:-7}
 timeout_s=${WORKLOAD_TIMEOUT:-600}
-# Sleeping instead of spinning OpenMP threads: on a busy machine spinning slows small ops down a
-# lot; on a quiet one both perform alike (README, "Performance").
+# PyTorch's OpenMP threads sleep when idle, as lumen's own pool does (core/parallel.cpp): on a busy
+# machine spinning slows small ops down a lot; on a quiet one both perform alike.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export PYTHON=$python BENCH_LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$SECONDS
@@ -101,7 +101,7 @@ else
 fi
 # Configured every time: a bench_*.cpp added since the last run is a new target, which the
 # build step alone would not know yet (its glob is re-read only while building).
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=$cuda \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA=$cuda -DLUMEN_NATIVE=ON \
     -DLUMEN_BUILD_TESTS=OFF "${cmake_args[@]}" >/dev/null
 targets=()
 for suite in "${present[@]}"; do targets+=("bench_$suite"); done

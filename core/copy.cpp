@@ -1,6 +1,6 @@
 // Copies and conversions: the strided CPU copy kernel (any dtype to any dtype, broadcasting
 // the source), fill, and the differentiable contiguous()/clone()/to() built on them.
-// Host<->device transfers and copies on a CUDA device go through core/cuda (LUMEN_CUDA=ON).
+// Host<->device transfers and copies on a CUDA device go through core/cuda (the CUDA backend).
 #include <cstring>
 
 #include "core/autograd.h"
@@ -13,9 +13,9 @@ namespace lumen {
 
 namespace cuda {
 // core/cuda/runtime.cu: fill a contiguous device buffer of `count` elements of `dtype`.
-void fill(void* data, DType dtype, int64_t count, double value);
+LUMEN_CUDA_API void fill(void* data, DType dtype, int64_t count, double value);
 // core/cuda/copy.cu: dst = src (converted, src broadcast to dst's shape), both on one device.
-void copy_strided(const StridedView& dst, const StridedView& src);
+LUMEN_CUDA_API void copy_strided(const StridedView& dst, const StridedView& src);
 }  // namespace cuda
 
 namespace {
@@ -72,8 +72,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
         return *this;
     }
     if (is_cuda() && src.is_cuda()) {
-        LUMEN_ON_CUDA("copy_", cuda::copy_strided(strided(*this, "copy_"),
-                                                  strided_as(src, shape(), "copy_")));
+        cuda::copy_strided(strided(*this, "copy_"), strided_as(src, shape(), "copy_"));
         return *this;
     }
     // Host <-> device otherwise: one transfer of contiguous bytes in the source's dtype; the
@@ -97,7 +96,7 @@ Tensor& Tensor::fill_(double value) {
     if (numel() == 0) return *this;
     if (is_cuda()) {
         if (is_contiguous()) {
-            LUMEN_ON_CUDA("fill_", cuda::fill(data_ptr(), dtype(), numel(), value));
+            cuda::fill(data_ptr(), dtype(), numel(), value);
         } else {  // fill a packed buffer, then scatter it into the strided layout
             Tensor packed = empty(shape(), dtype(), device());
             packed.fill_(value);

@@ -1,19 +1,24 @@
-// LUMEN_ON_CUDA(op, call): the one place a CUDA kernel is called from an op's .cpp. Without
-// CUDA it throws [op] instead of falling back to the CPU.
+// How the CPU library reaches the CUDA backend without depending on it.
+//
+// lumen is two libraries: lumen (lumen::lumen: tensors, ops, nn, models, training; every CPU
+// kernel) and lumen_cuda (lumen::cuda: the kernels of core/cuda and ops/cuda, linked whole
+// into the programs that ask for it). The functions of the backend are declared with
+// LUMEN_CUDA_API, a weak declaration: in a program without lumen::cuda they resolve to null
+// instead of failing to link, so a CPU-only program needs neither the CUDA toolkit nor its
+// libraries. No such null is ever called: CUDA memory only comes from cuda::allocate, which
+// core/storage.cpp reaches only after cuda_built() said the backend is there, so an op that
+// sees a CUDA tensor knows the backend is linked.
+//
+// LUMEN_DISPATCH(tensor, kernel, args...) is the one line with which an op runs a kernel on the
+// tensor's device: cuda::kernel(args...) for a CUDA tensor, cpu::kernel(args...) otherwise.
 #pragma once
 
 #include "core/error.h"
 
-#if LUMEN_CUDA
-#define LUMEN_ON_CUDA(op, ...) \
-    do {                       \
-        __VA_ARGS__;           \
-    } while (0)
-#else
-#define LUMEN_ON_CUDA(op, ...)                                                             \
-    LUMEN_FAIL(op, "the input is on a CUDA device but lumen was built without CUDA "       \
-                   "(configure with -DLUMEN_CUDA=ON on a machine with the CUDA toolkit)")
-#endif
+#define LUMEN_CUDA_API __attribute__((weak))
+
+#define LUMEN_DISPATCH(tensor, kernel, ...) \
+    ((tensor).is_cuda() ? cuda::kernel(__VA_ARGS__) : cpu::kernel(__VA_ARGS__))
 
 // For ops whose CUDA kernel does not exist yet: a clear error, never a silent CPU fallback.
 #define LUMEN_NO_CUDA_KERNEL(op) \

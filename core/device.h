@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 
+#include "core/cuda_guard.h"
+
 namespace lumen {
 
 enum class DeviceType : uint8_t { cpu, cuda };
@@ -29,7 +31,8 @@ struct Device {
 
 std::ostream& operator<<(std::ostream& os, const Device& device);
 
-// True when lumen was built with CUDA (LUMEN_CUDA=ON).
+// True when this program contains lumen's CUDA backend (lumen built with LUMEN_CUDA=ON and the
+// program linked with lumen::cuda; see core/cuda_guard.h).
 bool cuda_built();
 // Number of visible CUDA devices; 0 without CUDA or without a GPU (never throws).
 int cuda_device_count();
@@ -37,5 +40,16 @@ inline bool cuda_available() { return cuda_device_count() > 0; }
 // Waits until all work queued on the current CUDA device has finished (for timing); a no-op
 // without CUDA.
 void cuda_synchronize();
+
+// Which x86 instruction sets lumen's CPU code was compiled to use (fixed when lumen was built:
+// portable, or native with LUMEN_NATIVE) and which this CPU has, for `lumen info`, e.g.
+// "native: sse4.2 avx avx2 fma (this CPU: sse4.2 avx avx2 fma avx512f)".
+std::string cpu_code_info();
+
+// The backend's device queries (core/cuda/runtime.cu), weak: see core/cuda_guard.h.
+namespace cuda {
+LUMEN_CUDA_API int device_count();
+LUMEN_CUDA_API void synchronize();
+}  // namespace cuda
 
 }  // namespace lumen

@@ -17,6 +17,10 @@ constexpr size_t kCpuAlignment = 64;
 
 namespace {
 
+// Why a program may lack the CUDA backend (core/cuda_guard.h).
+constexpr const char* kNoBackend =
+    "lumen was built without CUDA, or the program does not link lumen::cuda";
+
 // Large CPU blocks are cached instead of returned to the C library: glibc gives allocations of
 // many megabytes straight back to the kernel, so every new activation would page-fault its way
 // in again (at 16M floats that costs more than the op itself). Blocks of at least kCacheMin
@@ -132,6 +136,8 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     if (device.is_cpu()) {
         data_ = cpu_allocate(nbytes);
     } else {
+        LUMEN_CHECK(cuda_built(), "cuda", "cannot allocate ", nbytes, " bytes on ", device,
+                    ": this program has no CUDA backend (", kNoBackend, ")");
         data_ = nbytes ? cuda::allocate(nbytes, device.index) : nullptr;
     }
 }
@@ -140,6 +146,9 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::function<void()>
     : data_(data), nbytes_(nbytes), device_(device), release_(std::move(release)) {}
 
 std::shared_ptr<Storage> Storage::pinned_host(size_t nbytes) {
+    LUMEN_CHECK(cuda_built(), "cuda", "cannot allocate ", nbytes,
+                " bytes of pinned host memory: this program has no CUDA backend (", kNoBackend,
+                ")");
     void* data = nbytes ? cuda::host_allocate(nbytes) : nullptr;
     auto storage = std::make_shared<Storage>(data, nbytes, Device::cpu(), [data] {
         if (data) cuda::host_free(data);
@@ -158,32 +167,16 @@ Storage::~Storage() {
     }
 }
 
-#if !LUMEN_CUDA
 namespace cuda {
-void* allocate(size_t nbytes, int) {
-    LUMEN_FAIL("cuda", "cannot allocate ", nbytes,
-               " bytes on a CUDA device: lumen was built without "
-               "CUDA (LUMEN_CUDA=OFF)");
+MemoryStats memory_stats(int device) {
+    return cuda_built() ? allocator_stats(device) : MemoryStats{};
 }
-void free(void*, int) {}
-MemoryStats memory_stats(int) { return {}; }
-void reset_peak_memory_stats(int) {}
-void empty_cache(int) {}
-void memcpy(void*, Device, const void*, Device, size_t nbytes) {
-    LUMEN_FAIL("cuda", "cannot copy ", nbytes,
-               " bytes to or from a CUDA device: lumen was built "
-               "without CUDA (LUMEN_CUDA=OFF)");
+void reset_peak_memory_stats(int device) {
+    if (cuda_built()) allocator_reset_peak(device);
 }
-void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
-    memcpy(dst, dst_device, src, src_device, nbytes);
+void empty_cache(int device) {
+    if (cuda_built()) allocator_empty_cache(device);
 }
-void* host_allocate(size_t nbytes) {
-    LUMEN_FAIL("cuda", "cannot allocate ", nbytes,
-               " bytes of pinned host memory: lumen was built "
-               "without CUDA (LUMEN_CUDA=OFF)");
-}
-void host_free(void*) {}
 }  // namespace cuda
-#endif
 
 }  // namespace lumen

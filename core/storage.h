@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "core/cuda_guard.h"
 #include "core/device.h"
 
 namespace lumen {
@@ -67,38 +68,48 @@ CpuMemoryStats cpu_memory_stats();
 void cpu_reset_peak_memory_stats();
 
 namespace cuda {
-// Device memory through the caching allocator of core/cuda/allocator.cu: blocks are carved out
-// of cudaMalloc'd segments and return to size-ordered free lists when their storage dies, so a
-// training loop stops calling cudaMalloc/cudaFree after its first steps. Without CUDA,
-// allocate throws [cuda]. Running out of memory throws [cuda] naming the request and the
-// allocator's state (after returning the cache to the driver and trying once more).
-void* allocate(size_t nbytes, int device);
-void free(void* data, int device);
-
-// Byte counts of one device's allocator. `allocated`: in live blocks (rounded sizes);
-// `reserved`: in segments held from cudaMalloc (allocated + cached); peaks since the last
-// reset; `segments`: cudaMalloc calls that succeeded so far; `ooms`: requests that failed.
+// Byte counts of one device's allocator (core/cuda/allocator.cu). `allocated`: in live blocks
+// (rounded sizes); `reserved`: in segments held from cudaMalloc (allocated + cached); peaks
+// since the last reset; `segments`: cudaMalloc calls that succeeded so far; `ooms`: requests
+// that failed.
 struct MemoryStats {
     size_t allocated = 0, peak_allocated = 0;
     size_t reserved = 0, peak_reserved = 0;
     int64_t segments = 0, ooms = 0;
 };
-// All zero without CUDA or for a device never used.
+// All zero without the CUDA backend (cuda_built()) or for a device never used.
 MemoryStats memory_stats(int device = 0);
 // Peaks restart from the current values.
 void reset_peak_memory_stats(int device = 0);
 // Returns every segment with no live block to the driver (cudaFree).
 void empty_cache(int device = 0);
 
+// ---- the CUDA backend's entry points (core/cuda), weak: see core/cuda_guard.h. Only called
+// for CUDA storage, which exists only when the backend is linked. ----
+
+// Device memory through the caching allocator of core/cuda/allocator.cu: blocks are carved out
+// of cudaMalloc'd segments and return to size-ordered free lists when their storage dies, so a
+// training loop stops calling cudaMalloc/cudaFree after its first steps. Running out of memory
+// throws [cuda] naming the request and the allocator's state (after returning the cache to the
+// driver and trying once more).
+LUMEN_CUDA_API void* allocate(size_t nbytes, int device);
+LUMEN_CUDA_API void free(void* data, int device);
+// memory_stats, reset_peak_memory_stats and empty_cache of the allocator.
+LUMEN_CUDA_API MemoryStats allocator_stats(int device);
+LUMEN_CUDA_API void allocator_reset_peak(int device);
+LUMEN_CUDA_API void allocator_empty_cache(int device);
+
 // Copies nbytes between host and device or device and device (synchronous on the stream).
-void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+LUMEN_CUDA_API void memcpy(void* dst, Device dst_device, const void* src, Device src_device,
+                           size_t nbytes);
 // The same, queued on the default stream and returning at once: ordered with the kernels
 // launched after it; the host must not touch host memory it reads or writes before
 // cuda_synchronize(). Host memory must be pinned for the copy to be truly asynchronous.
-void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
+LUMEN_CUDA_API void memcpy_async(void* dst, Device dst_device, const void* src, Device src_device,
+                                 size_t nbytes);
 // Page-locked host memory (cudaHostAlloc / cudaFreeHost). Throws [cuda] naming the size.
-void* host_allocate(size_t nbytes);
-void host_free(void* data);
+LUMEN_CUDA_API void* host_allocate(size_t nbytes);
+LUMEN_CUDA_API void host_free(void* data);
 }  // namespace cuda
 
 }  // namespace lumen

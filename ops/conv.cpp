@@ -67,47 +67,27 @@ StridedView view_or_none(const Tensor& t, const char* op) {
 void run_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const Tensor& y, const ConvShape& s) {
     StridedView xv = strided(x, op), wv = strided(weight, op), bv = view_or_none(bias, op);
-    if (y.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::conv_forward(xv, wv, bv, strided(y, op), s));
-    } else {
-        cpu::conv_forward(xv, wv, bv, strided(y, op), s);
-    }
+    LUMEN_DISPATCH(y, conv_forward, xv, wv, bv, strided(y, op), s);
 }
 
 void run_backward_input(const char* op, const Tensor& grad_y, const Tensor& weight,
                         const Tensor& grad_x, const ConvShape& s) {
     StridedView gv = strided(grad_y, op), wv = strided(weight, op);
-    if (grad_x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::conv_backward_input(gv, wv, strided(grad_x, op), s));
-    } else {
-        cpu::conv_backward_input(gv, wv, strided(grad_x, op), s);
-    }
+    LUMEN_DISPATCH(grad_x, conv_backward_input, gv, wv, strided(grad_x, op), s);
 }
 
 void run_backward_weight(const char* op, const Tensor& x, const Tensor& grad_y,
                          const Tensor& grad_weight, const ConvShape& s) {
     StridedView xv = strided(x, op), gv = strided(grad_y, op);
-    if (grad_weight.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::conv_backward_weight(xv, gv, strided(grad_weight, op), s));
-    } else {
-        cpu::conv_backward_weight(xv, gv, strided(grad_weight, op), s);
-    }
+    LUMEN_DISPATCH(grad_weight, conv_backward_weight, xv, gv, strided(grad_weight, op), s);
 }
 
 void run_backward_bias(const char* op, const Tensor& grad_y, const Tensor& grad_bias) {
-    if (grad_bias.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::conv_backward_bias(strided(grad_y, op), strided(grad_bias, op)));
-    } else {
-        cpu::conv_backward_bias(strided(grad_y, op), strided(grad_bias, op));
-    }
+    LUMEN_DISPATCH(grad_bias, conv_backward_bias, strided(grad_y, op), strided(grad_bias, op));
 }
 
 void run_add_bias(const char* op, const Tensor& y, const Tensor& bias) {
-    if (y.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::conv_add_bias(strided(y, op), strided(bias, op)));
-    } else {
-        cpu::conv_add_bias(strided(y, op), strided(bias, op));
-    }
+    LUMEN_DISPATCH(y, conv_add_bias, strided(y, op), strided(bias, op));
 }
 
 // y = conv(x, weight) + bias for a batched x and the checked problem `s`; records backward.

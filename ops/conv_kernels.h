@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -68,26 +69,31 @@ namespace cuda {
 // bounded chunks of the batch (grad_x by GEMM + a gathering col2im, grad_weight by per-sample
 // GEMMs summed in a fixed order); depthwise ones direct kernels, with a fast path for 3x3 and
 // 3x3x3 at stride 1. Deterministic: no atomics. Everything on the default stream.
-void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
-                  const StridedView& y, const ConvShape& shape);
-void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
-                         const StridedView& grad_x, const ConvShape& shape);
-void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
-                          const StridedView& grad_weight, const ConvShape& shape);
-void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias);
-void conv_add_bias(const StridedView& y, const StridedView& bias);
-void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
-                            const StridedView& bias, const StridedView& y, const ConvShape& shape);
-void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
-                                   const StridedView& grad_x, const ConvShape& shape);
-void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
-                                    const StridedView& grad_weight, const ConvShape& shape);
+LUMEN_CUDA_API void conv_forward(const StridedView& x, const StridedView& weight,
+                                 const StridedView& bias, const StridedView& y,
+                                 const ConvShape& shape);
+LUMEN_CUDA_API void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                        const StridedView& grad_x, const ConvShape& shape);
+LUMEN_CUDA_API void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                         const StridedView& grad_weight, const ConvShape& shape);
+LUMEN_CUDA_API void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias);
+LUMEN_CUDA_API void conv_add_bias(const StridedView& y, const StridedView& bias);
+LUMEN_CUDA_API void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
+                                           const StridedView& bias, const StridedView& y,
+                                           const ConvShape& shape);
+LUMEN_CUDA_API void depthwise_conv_backward_input(const StridedView& grad_y,
+                                                  const StridedView& weight,
+                                                  const StridedView& grad_x,
+                                                  const ConvShape& shape);
+LUMEN_CUDA_API void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                                   const StridedView& grad_weight,
+                                                   const ConvShape& shape);
 
 // The bound on the dense kernels' im2col buffer (default 256 MiB; the per-sample weight
 // gradient partials get a quarter of it). Returns the previous value. The tests lower it so
 // that small problems run the chunked paths (several chunks of samples, or of the output
 // positions of one sample); at least one output position is always processed.
-int64_t set_conv_scratch_limit(int64_t bytes);
+LUMEN_CUDA_API int64_t set_conv_scratch_limit(int64_t bytes);
 
 }  // namespace cuda
 

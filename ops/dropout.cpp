@@ -44,8 +44,7 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     Tensor mask = empty(x.shape(), DType::uint8, x.device());
     StridedView x_view = strided(x, op), out_view = strided(out, op), mask_view = strided(mask, op);
     if (x.numel() > 0 && x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view,
-                                                out_view, mask_view));
+        cuda::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view, out_view, mask_view);
     } else if (x.numel() > 0) {
         cpu::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view, out_view, mask_view);
     }
@@ -57,7 +56,7 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
         StridedView g_view = strided(g, op), mask_view = strided(mask, op);
         StridedView grad_view = strided(grad_x, op);
         if (g.numel() > 0 && g.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::dropout_backward(g_view, mask_view, scale, grad_view));
+            cuda::dropout_backward(g_view, mask_view, scale, grad_view);
         } else if (g.numel() > 0) {
             cpu::dropout_backward(g_view, mask_view, scale, grad_view);
         }

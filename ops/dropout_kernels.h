@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -25,10 +26,11 @@ void dropout_backward(const StridedView& grad_out, const StridedView& mask, doub
 
 // The same on CUDA (ops/cuda/dropout.cu), all views contiguous on the device.
 namespace cuda {
-void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
-                     const StridedView& x, const StridedView& out, const StridedView& mask);
-void dropout_backward(const StridedView& grad_out, const StridedView& mask, double scale,
-                      const StridedView& grad_x);
+LUMEN_CUDA_API void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
+                                    const StridedView& x, const StridedView& out,
+                                    const StridedView& mask);
+LUMEN_CUDA_API void dropout_backward(const StridedView& grad_out, const StridedView& mask,
+                                     double scale, const StridedView& grad_x);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -20,22 +20,13 @@ std::vector<Tensor> grads(Tensor a) { return {std::move(a)}; }
 // The unary kernels of the tensors' device.
 void unary_kernel(UnaryOp op, const UnaryParams& params, const Tensor& x, const Tensor& y,
                   const char* name) {
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(name, cuda::unary_forward(op, params, strided(x, name), strided(y, name)));
-    } else {
-        cpu::unary_forward(op, params, strided(x, name), strided(y, name));
-    }
+    LUMEN_DISPATCH(x, unary_forward, op, params, strided(x, name), strided(y, name));
 }
 
 void unary_backward_kernel(UnaryOp op, const UnaryParams& params, const Tensor& saved,
                            const Tensor& grad_out, const Tensor& grad_x) {
-    if (saved.is_cuda()) {
-        LUMEN_ON_CUDA("elementwise backward",
-                      cuda::unary_backward(op, params, strided(saved), strided(grad_out),
-                                           strided(grad_x)));
-    } else {
-        cpu::unary_backward(op, params, strided(saved), strided(grad_out), strided(grad_x));
-    }
+    LUMEN_DISPATCH(saved, unary_backward, op, params, strided(saved), strided(grad_out),
+                   strided(grad_x));
 }
 
 // y = op(x) with a fused backward kernel. Float-only ops compute integer inputs in float32.
@@ -77,11 +68,7 @@ Tensor binary_forward(BinaryOp op, const char* name, const Tensor& a, const Tens
     bool logical = op >= BinaryOp::eq;
     Tensor out = empty(shape, logical ? DType::bool_ : dtype, a.device());
     StridedView x = strided_as(a_out, shape, name), y = strided_as(b_out, shape, name);
-    if (a.is_cuda()) {
-        LUMEN_ON_CUDA(name, cuda::binary_forward(op, x, y, strided(out, name)));
-    } else {
-        cpu::binary_forward(op, x, y, strided(out, name));
-    }
+    LUMEN_DISPATCH(a, binary_forward, op, x, y, strided(out, name));
     return out;
 }
 
@@ -315,11 +302,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     Tensor out = empty(shape, dtype, a.device());
     StridedView c_view = strided_as(condition, shape, "where");
     StridedView x_view = strided_as(x, shape, "where"), y_view = strided_as(y, shape, "where");
-    if (a.is_cuda()) {
-        LUMEN_ON_CUDA("where", cuda::where_forward(c_view, x_view, y_view, strided(out, "where")));
-    } else {
-        cpu::where_forward(c_view, x_view, y_view, strided(out, "where"));
-    }
+    LUMEN_DISPATCH(a, where_forward, c_view, x_view, y_view, strided(out, "where"));
     // d where(c, a, b) = (c, not c), summed over broadcast dims
     record_backward("where", {x, y}, out,
                     [sc = save(condition), shape_a = x.shape(), shape_b = y.shape()](const Tensor& g) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -68,12 +69,14 @@ void where_forward(const StridedView& condition, const StridedView& a, const Str
 // float64, int64, int32, uint8 (and bool for the logical ops and where), and float16/bfloat16
 // computed in float (the CPU kernels reject the half types).
 namespace cuda {
-void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x, const StridedView& y);
-void unary_backward(UnaryOp op, const UnaryParams& params, const StridedView& saved,
-                    const StridedView& grad_out, const StridedView& grad_x);
-void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b, const StridedView& out);
-void where_forward(const StridedView& condition, const StridedView& a, const StridedView& b,
-                   const StridedView& out);
+LUMEN_CUDA_API void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x,
+                                  const StridedView& y);
+LUMEN_CUDA_API void unary_backward(UnaryOp op, const UnaryParams& params, const StridedView& saved,
+                                   const StridedView& grad_out, const StridedView& grad_x);
+LUMEN_CUDA_API void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b,
+                                   const StridedView& out);
+LUMEN_CUDA_API void where_forward(const StridedView& condition, const StridedView& a,
+                                  const StridedView& b, const StridedView& out);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -43,7 +43,7 @@ Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
     shape.push_back(2);
     Tensor out = empty(shape, x.dtype(), x.device());
     if (rows.rows > 0 && x.is_cuda()) {
-        LUMEN_ON_CUDA("rfft", cuda::rfft_forward(rows, input.data_ptr(), out.data_ptr()));
+        cuda::rfft_forward(rows, input.data_ptr(), out.data_ptr());
     } else if (rows.rows > 0) {
         cpu::rfft_forward(rows, input.data_ptr(), out.data_ptr());
     }
@@ -52,7 +52,7 @@ Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
         if (rows.rows > 0 && g.is_cuda()) {
-            LUMEN_ON_CUDA("rfft", cuda::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr()));
+            cuda::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
         } else if (rows.rows > 0) {
             cpu::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
         }
@@ -76,7 +76,7 @@ Tensor irfft_rows(const Tensor& x, int64_t n, double scale) {
     shape.back() = n;
     Tensor out = empty(shape, x.dtype(), x.device());
     if (rows.rows > 0 && x.is_cuda()) {
-        LUMEN_ON_CUDA("irfft", cuda::irfft_forward(rows, input.data_ptr(), out.data_ptr()));
+        cuda::irfft_forward(rows, input.data_ptr(), out.data_ptr());
     } else if (rows.rows > 0) {
         cpu::irfft_forward(rows, input.data_ptr(), out.data_ptr());
     }
@@ -85,7 +85,7 @@ Tensor irfft_rows(const Tensor& x, int64_t n, double scale) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
         if (rows.rows > 0 && g.is_cuda()) {
-            LUMEN_ON_CUDA("irfft", cuda::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr()));
+            cuda::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
         } else if (rows.rows > 0) {
             cpu::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
         }
@@ -106,14 +106,8 @@ std::vector<Tensor> fftconv_grads(const ConvShape& shape, const Tensor& u, const
     }
     const void* d_data = d.defined() ? d.data_ptr() : nullptr;
     void* grad_d_data = d.defined() ? grad_d.data_ptr() : nullptr;
-    if (u.is_cuda()) {
-        LUMEN_ON_CUDA("fftconv", cuda::fftconv_backward(shape, u.data_ptr(), k.data_ptr(), d_data,
-                                                        g.data_ptr(), grad_u.data_ptr(),
-                                                        grad_k.data_ptr(), grad_d_data));
-    } else {
-        cpu::fftconv_backward(shape, u.data_ptr(), k.data_ptr(), d_data, g.data_ptr(),
-                              grad_u.data_ptr(), grad_k.data_ptr(), grad_d_data);
-    }
+    LUMEN_DISPATCH(u, fftconv_backward, shape, u.data_ptr(), k.data_ptr(), d_data, g.data_ptr(),
+                   grad_u.data_ptr(), grad_k.data_ptr(), grad_d_data);
     return {grad_u, grad_k, grad_d};
 }
 
@@ -184,12 +178,7 @@ Tensor fftconv(const Tensor& u, const Tensor& k, const Tensor& D) {
     if (rows == 0) shape.outer = 0;
     Tensor y = empty(u.shape(), u.dtype(), u.device());
     const void* d_data = d_c.defined() ? d_c.data_ptr() : nullptr;
-    if (u.is_cuda()) {
-        LUMEN_ON_CUDA(
-            op, cuda::fftconv_forward(shape, u_c.data_ptr(), k_c.data_ptr(), d_data, y.data_ptr()));
-    } else {
-        cpu::fftconv_forward(shape, u_c.data_ptr(), k_c.data_ptr(), d_data, y.data_ptr());
-    }
+    LUMEN_DISPATCH(u, fftconv_forward, shape, u_c.data_ptr(), k_c.data_ptr(), d_data, y.data_ptr());
     // grad_u = g correlated with k + D g; grad_k = sum over rows of g correlated with u;
     // grad_D = sum g u (ops/cpu/fft.cpp, ops/cuda/fft.cu)
     record_backward(op, {u, k, D}, y,

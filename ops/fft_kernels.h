@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/dtype.h"
 
 namespace lumen {
@@ -58,13 +59,15 @@ void fftconv_backward(const ConvShape& shape, const void* u, const void* k, cons
 // The same through cuFFT on the inputs' CUDA device (ops/cuda/fft.cu), float32 (R2C/C2R) and
 // float64 (D2Z/Z2D); plans are cached per (n, batch, layout, type, device).
 namespace cuda {
-void rfft_forward(const FftRows& shape, const void* x, void* out);
-void rfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
-void irfft_forward(const FftRows& shape, const void* x, void* out);
-void irfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
-void fftconv_forward(const ConvShape& shape, const void* u, const void* k, const void* D, void* y);
-void fftconv_backward(const ConvShape& shape, const void* u, const void* k, const void* D,
-                      const void* grad_y, void* grad_u, void* grad_k, void* grad_D);
+LUMEN_CUDA_API void rfft_forward(const FftRows& shape, const void* x, void* out);
+LUMEN_CUDA_API void rfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
+LUMEN_CUDA_API void irfft_forward(const FftRows& shape, const void* x, void* out);
+LUMEN_CUDA_API void irfft_backward(const FftRows& shape, const void* grad_out, void* grad_x);
+LUMEN_CUDA_API void fftconv_forward(const ConvShape& shape, const void* u, const void* k,
+                                    const void* D, void* y);
+LUMEN_CUDA_API void fftconv_backward(const ConvShape& shape, const void* u, const void* k,
+                                     const void* D, const void* grad_y, void* grad_u, void* grad_k,
+                                     void* grad_D);
 }  // namespace cuda
 
 }  // namespace lumen

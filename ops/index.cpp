@@ -57,32 +57,20 @@ Tensor at_least_1d(const Tensor& t) { return t.ndim() == 0 ? t.reshape({1}) : t;
 // The kernels that several ops call, on the device of their tensors.
 BadIndex find_out_of_range(const Tensor& index, int64_t size, const char* op) {
     BadIndex bad;
-    if (index.is_cuda()) {
-        LUMEN_ON_CUDA(op, bad = cuda::find_out_of_range(strided(index, op), size));
-    } else {
-        bad = cpu::find_out_of_range(strided(index, op), size);
-    }
+    bad = LUMEN_DISPATCH(index, find_out_of_range, strided(index, op), size);
     return bad;
 }
 
 void index_select_into(const Tensor& x, const Tensor& index, const Tensor& out, int d,
                        const char* op) {
     StridedView xv = strided(x, op), iv = strided(index, op), ov = strided(out, op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::index_select_forward(xv, iv, ov, d));
-    } else {
-        cpu::index_select_forward(xv, iv, ov, d);
-    }
+    LUMEN_DISPATCH(x, index_select_forward, xv, iv, ov, d);
 }
 
 void index_add_into(const Tensor& out, const Tensor& index, const Tensor& source, int d,
                     double alpha, const char* op) {
     StridedView ov = strided(out, op), iv = strided(index, op), sv = strided(source, op);
-    if (out.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::index_add_forward(ov, iv, sv, d, alpha));
-    } else {
-        cpu::index_add_forward(ov, iv, sv, d, alpha);
-    }
+    LUMEN_DISPATCH(out, index_add_forward, ov, iv, sv, d, alpha);
 }
 
 }  // namespace
@@ -99,11 +87,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
     if (out.numel() > 0) {
         StridedView xv = strided(x, op), iv = strided(index, op), ov = strided(out, op);
         BadIndex bad;
-        if (x.is_cuda()) {
-            LUMEN_ON_CUDA(op, bad = cuda::gather_forward(xv, iv, ov, d));
-        } else {
-            bad = cpu::gather_forward(xv, iv, ov, d);
-        }
+        bad = LUMEN_DISPATCH(x, gather_forward, xv, iv, ov, d);
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = scatter_add(zeros like x, dim, index, grad_out): each picked element gets its
@@ -135,11 +119,7 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
     if (index.numel() > 0) {
         StridedView ov = strided(out, op), iv = strided(index, op), sv = strided(src, op);
         BadIndex bad;
-        if (x.is_cuda()) {
-            LUMEN_ON_CUDA(op, bad = cuda::scatter_add_forward(ov, iv, sv, d));
-        } else {
-            bad = cpu::scatter_add_forward(ov, iv, sv, d);
-        }
+        bad = LUMEN_DISPATCH(x, scatter_add_forward, ov, iv, sv, d);
         if (bad.found) fail_range(op, bad.value, d, x.size(d));
     }
     // dx = grad_out; dsrc = gather(grad_out, dim, index) on the part of src that index covers
@@ -297,11 +277,7 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     LUMEN_CHECK(num_classes >= -1, op, "num_classes must be -1 or non-negative, got ", num_classes);
     if (indices.numel() > 0) {
         int64_t min = 0, max = 0;
-        if (indices.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::index_min_max(strided(indices, op), min, max));
-        } else {
-            cpu::index_min_max(strided(indices, op), min, max);
-        }
+        LUMEN_DISPATCH(indices, index_min_max, strided(indices, op), min, max);
         LUMEN_CHECK(min >= 0, op, "class values must be non-negative, got ", min);
         if (num_classes == -1) num_classes = max + 1;
         LUMEN_CHECK(max < num_classes, op, "class value ", max, " is out of range for ",
@@ -313,12 +289,8 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     shape.push_back(num_classes);
     Tensor out = zeros(shape, DType::int64, indices.device());
     if (indices.numel() > 0) {
-        if (indices.is_cuda()) {
-            LUMEN_ON_CUDA(
-                op, cuda::one_hot_forward(strided(indices, op), strided(out, op), num_classes));
-        } else {
-            cpu::one_hot_forward(strided(indices, op), strided(out, op), num_classes);
-        }
+        LUMEN_DISPATCH(indices, one_hot_forward, strided(indices, op), strided(out, op),
+                       num_classes);
     }
     return out;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -70,17 +71,18 @@ void one_hot_forward(const StridedView& index, const StridedView& out, int64_t n
 // add with atomics: with repeated indices, floating sums are not bit-reproducible from run to
 // run (integer sums are exact).
 namespace cuda {
-BadIndex find_out_of_range(const StridedView& index, int64_t size);
-void index_min_max(const StridedView& index, int64_t& min, int64_t& max);
-BadIndex gather_forward(const StridedView& x, const StridedView& index, const StridedView& out,
-                        int dim);
-BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
-                             const StridedView& src, int dim);
-void index_select_forward(const StridedView& x, const StridedView& index, const StridedView& out,
-                          int dim);
-void index_add_forward(const StridedView& out, const StridedView& index, const StridedView& source,
-                       int dim, double alpha);
-void one_hot_forward(const StridedView& index, const StridedView& out, int64_t num_classes);
+LUMEN_CUDA_API BadIndex find_out_of_range(const StridedView& index, int64_t size);
+LUMEN_CUDA_API void index_min_max(const StridedView& index, int64_t& min, int64_t& max);
+LUMEN_CUDA_API BadIndex gather_forward(const StridedView& x, const StridedView& index,
+                                       const StridedView& out, int dim);
+LUMEN_CUDA_API BadIndex scatter_add_forward(const StridedView& out, const StridedView& index,
+                                            const StridedView& src, int dim);
+LUMEN_CUDA_API void index_select_forward(const StridedView& x, const StridedView& index,
+                                         const StridedView& out, int dim);
+LUMEN_CUDA_API void index_add_forward(const StridedView& out, const StridedView& index,
+                                      const StridedView& source, int dim, double alpha);
+LUMEN_CUDA_API void one_hot_forward(const StridedView& index, const StridedView& out,
+                                    int64_t num_classes);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -106,21 +106,12 @@ Tensor interpolate(const Tensor& x, const Dims& size, const std::vector<double>&
     Shape out_shape = {x.size(0), x.size(1)};
     out_shape.insert(out_shape.end(), out.begin(), out.end());
     Tensor y = empty(out_shape, x.dtype(), x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(kOp, cuda::interpolate_forward(strided(input, kOp), strided(y, kOp), g));
-    } else {
-        cpu::interpolate_forward(strided(input, kOp), strided(y, kOp), g);
-    }
+    LUMEN_DISPATCH(x, interpolate_forward, strided(input, kOp), strided(y, kOp), g);
     // dx[i] = sum over outputs o that read input i of weight(o, i) * grad_out[o]
     record_backward(kOp, {x}, y, [g, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
         Tensor grad_x = empty(shape, dtype, go.device());
-        if (go.is_cuda()) {
-            LUMEN_ON_CUDA(kOp,
-                          cuda::interpolate_backward(strided(go, kOp), strided(grad_x, kOp), g));
-        } else {
-            cpu::interpolate_backward(strided(go, kOp), strided(grad_x, kOp), g);
-        }
+        LUMEN_DISPATCH(go, interpolate_backward, strided(go, kOp), strided(grad_x, kOp), g);
         return std::vector<Tensor>{grad_x};
     });
     return y;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -46,10 +47,10 @@ void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x
 // fused multiply-adds), so indices match exactly and values to the last bit in the usual
 // case. Backward gathers (one thread per input element, in the CPU's order): no atomics.
 namespace cuda {
-void interpolate_forward(const StridedView& x, const StridedView& y,
-                         const InterpolateGeometry& geometry);
-void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,
-                          const InterpolateGeometry& geometry);
+LUMEN_CUDA_API void interpolate_forward(const StridedView& x, const StridedView& y,
+                                        const InterpolateGeometry& geometry);
+LUMEN_CUDA_API void interpolate_backward(const StridedView& grad_out, const StridedView& grad_x,
+                                         const InterpolateGeometry& geometry);
 }  // namespace cuda
 
 }  // namespace lumen

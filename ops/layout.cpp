@@ -78,11 +78,7 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     }
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     if (out.numel() > 0) {
-        if (x.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::flip_forward(strided(x, op), strided(out, op), flipped));
-        } else {
-            cpu::flip_forward(strided(x, op), strided(out, op), flipped);
-        }
+        LUMEN_DISPATCH(x, flip_forward, strided(x, op), strided(out, op), flipped);
     }
     // d out / dx: the gradient flipped back
     record_backward(op, {x}, out,
@@ -119,11 +115,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     Tensor input = plain_contiguous(x);
     StridedView xv = strided(input, op), ov = strided(out, op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::tril_forward(xv, ov, diagonal, lower));
-    } else {
-        cpu::tril_forward(xv, ov, diagonal, lower);
-    }
+    LUMEN_DISPATCH(x, tril_forward, xv, ov, diagonal, lower);
     // d out / dx: 1 inside the kept triangle, 0 outside, so the same triangle of the gradient
     record_backward(op, {x}, out, [diagonal, lower](const Tensor& g) {
         return std::vector<Tensor>{triangle(g, diagonal, lower)};
@@ -210,11 +202,7 @@ Tensor running_sum(const Tensor& x, int d, bool reverse, const char* op) {
     Tensor out = empty(x.shape(), out_dtype, x.device());
     Tensor input = plain_contiguous(x);
     StridedView xv = strided(input, op), ov = strided(out, op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::cumsum_forward(xv, ov, d, reverse));
-    } else {
-        cpu::cumsum_forward(xv, ov, d, reverse);
-    }
+    LUMEN_DISPATCH(x, cumsum_forward, xv, ov, d, reverse);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -44,9 +45,11 @@ void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool 
 // and bfloat16 there (accumulated in float, stored in the input's dtype); its lines are summed
 // in a different order than on the CPU for lines that are contiguous and long (a warp scan).
 namespace cuda {
-void flip_forward(const StridedView& x, const StridedView& out, uint32_t flipped);
-void tril_forward(const StridedView& x, const StridedView& out, int64_t diagonal, bool lower);
-void cumsum_forward(const StridedView& x, const StridedView& out, int dim, bool reverse);
+LUMEN_CUDA_API void flip_forward(const StridedView& x, const StridedView& out, uint32_t flipped);
+LUMEN_CUDA_API void tril_forward(const StridedView& x, const StridedView& out, int64_t diagonal,
+                                 bool lower);
+LUMEN_CUDA_API void cumsum_forward(const StridedView& x, const StridedView& out, int dim,
+                                   bool reverse);
 }  // namespace cuda
 
 }  // namespace lumen

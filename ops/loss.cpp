@@ -146,13 +146,8 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
     int64_t invalid = -1;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op),
                            view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
-    if (input.is_cuda()) {
-        LUMEN_ON_CUDA(op, invalid = cuda::class_loss_forward(views[0], views[1], views[2], options,
-                                                             views[3], views[4], totals));
-    } else {
-        invalid = cpu::class_loss_forward(views[0], views[1], views[2], options, views[3], views[4],
-                                          totals);
-    }
+    invalid = LUMEN_DISPATCH(input, class_loss_forward, views[0], views[1], views[2], options,
+                             views[3], views[4], totals);
     LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : int64_t(element_at(t, invalid)),
                 " is out of bounds for ", p.classes, " classes (valid: 0 to ", p.classes - 1,
                 " or ignore_index ", options.ignore_index, "; at flat index ", invalid,
@@ -170,13 +165,8 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
                             view_as(x, p.nsc(), op),           view_as(saved_t.get(), p.ns(), op),
                             optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
                             view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op)};
-                        if (x.is_cuda()) {
-                            LUMEN_ON_CUDA(op, cuda::class_loss_backward(v[0], v[1], v[2], options,
-                                                                        v[3], v[4], g.scale, v[5]));
-                        } else {
-                            cpu::class_loss_backward(v[0], v[1], v[2], options, v[3], v[4], g.scale,
-                                                     v[5]);
-                        }
+                        LUMEN_DISPATCH(x, class_loss_backward, v[0], v[1], v[2], options, v[3],
+                                       v[4], g.scale, v[5]);
                         return std::vector<Tensor>{grad_input};
                     });
     return out;
@@ -197,14 +187,8 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     double total = 0;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(q, p.nsc(), op), optional_view(w, op),
                            view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
-    if (input.is_cuda()) {
-        LUMEN_ON_CUDA(
-            op, cuda::soft_cross_entropy_forward(views[0], views[1], views[2], label_smoothing,
-                                                 views[3], views[4], &total));
-    } else {
-        cpu::soft_cross_entropy_forward(views[0], views[1], views[2], label_smoothing, views[3],
-                                        views[4], &total);
-    }
+    LUMEN_DISPATCH(input, soft_cross_entropy_forward, views[0], views[1], views[2], label_smoothing,
+                   views[3], views[4], &total);
     double samples = double(p.samples * p.positions);
     Tensor out = finish(reduction, total, samples, losses, input);
     // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c)
@@ -221,14 +205,8 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
                 optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
                 view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op),
                 view_as(grad_target, p.nsc(), op)};
-            if (x.is_cuda()) {
-                LUMEN_ON_CUDA(
-                    op, cuda::soft_cross_entropy_backward(v[0], v[1], v[2], label_smoothing, v[3],
-                                                          v[4], g.scale, v[5], v[6]));
-            } else {
-                cpu::soft_cross_entropy_backward(v[0], v[1], v[2], label_smoothing, v[3], v[4],
-                                                 g.scale, v[5], v[6]);
-            }
+            LUMEN_DISPATCH(x, soft_cross_entropy_backward, v[0], v[1], v[2], label_smoothing, v[3],
+                           v[4], g.scale, v[5], v[6]);
             return std::vector<Tensor>{grad_input, grad_target};
         });
     return out;
@@ -311,14 +289,8 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
     double total = 0;
     StridedView views[] = {strided(x, op), strided(y, op), weight_view(w), weight_view(pw),
                            optional_view(losses, op)};
-    if (input.is_cuda()) {
-        LUMEN_ON_CUDA(
-            op, total = cuda::pointwise_loss_forward(spec.kind, spec.param, views[0], views[1],
-                                                     views[2], views[3], views[4], &invalid));
-    } else {
-        total = cpu::pointwise_loss_forward(spec.kind, spec.param, views[0], views[1], views[2],
-                                            views[3], views[4], &invalid);
-    }
+    total = LUMEN_DISPATCH(input, pointwise_loss_forward, spec.kind, spec.param, views[0], views[1],
+                           views[2], views[3], views[4], &invalid);
     LUMEN_CHECK(invalid < 0, op, "all elements of input should be between 0 and 1, got ",
                 invalid < 0 ? 0.0 : element_at(x, invalid), " at flat index ", invalid,
                 " of shape ", shape);
@@ -342,14 +314,8 @@ Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tens
                                            optional_view(g.per_sample, spec.op),
                                            optional_view(grad_x, spec.op),
                                            optional_view(grad_y, spec.op)};
-                        if (x.is_cuda()) {
-                            LUMEN_ON_CUDA(spec.op, cuda::pointwise_loss_backward(
-                                                       spec.kind, spec.param, v[0], v[1], v[2],
-                                                       v[3], v[4], g.scale, v[5], v[6]));
-                        } else {
-                            cpu::pointwise_loss_backward(spec.kind, spec.param, v[0], v[1], v[2],
-                                                         v[3], v[4], g.scale, v[5], v[6]);
-                        }
+                        LUMEN_DISPATCH(x, pointwise_loss_backward, spec.kind, spec.param, v[0],
+                                       v[1], v[2], v[3], v[4], g.scale, v[5], v[6]);
                         if (need_x) grad_x = sum_to(grad_x, input_shape);
                         if (need_y) grad_y = sum_to(grad_y, target_shape);
                         return std::vector<Tensor>{grad_x, grad_y};

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -105,30 +106,34 @@ void pointwise_loss_backward(PointwiseLoss kind, double param, const StridedView
 // The same kernels on the tensors' CUDA device, float32/float64. The host values they return
 // (totals, the first invalid index) are copied back after the launches (one synchronization).
 namespace cuda {
-int64_t class_loss_forward(const StridedView& input, const StridedView& target,
-                           const StridedView& weight, const ClassLossOptions& options,
-                           const StridedView& losses, const StridedView& lse, double totals[2]);
-void class_loss_backward(const StridedView& input, const StridedView& target,
-                         const StridedView& weight, const ClassLossOptions& options,
-                         const StridedView& lse, const StridedView& grad_losses, double scale,
-                         const StridedView& grad_input);
-void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
-                                const StridedView& weight, double label_smoothing,
-                                const StridedView& losses, const StridedView& lse, double* total);
-void soft_cross_entropy_backward(const StridedView& input, const StridedView& target,
-                                 const StridedView& weight, double label_smoothing,
-                                 const StridedView& lse, const StridedView& grad_losses,
-                                 double scale, const StridedView& grad_input,
-                                 const StridedView& grad_target);
-double pointwise_loss_forward(PointwiseLoss kind, double param, const StridedView& input,
-                              const StridedView& target, const StridedView& weight,
-                              const StridedView& pos_weight, const StridedView& out,
-                              int64_t* invalid);
-void pointwise_loss_backward(PointwiseLoss kind, double param, const StridedView& input,
-                             const StridedView& target, const StridedView& weight,
-                             const StridedView& pos_weight, const StridedView& grad_losses,
-                             double scale, const StridedView& grad_input,
-                             const StridedView& grad_target);
+LUMEN_CUDA_API int64_t class_loss_forward(const StridedView& input, const StridedView& target,
+                                          const StridedView& weight,
+                                          const ClassLossOptions& options,
+                                          const StridedView& losses, const StridedView& lse,
+                                          double totals[2]);
+LUMEN_CUDA_API void class_loss_backward(const StridedView& input, const StridedView& target,
+                                        const StridedView& weight, const ClassLossOptions& options,
+                                        const StridedView& lse, const StridedView& grad_losses,
+                                        double scale, const StridedView& grad_input);
+LUMEN_CUDA_API void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
+                                               const StridedView& weight, double label_smoothing,
+                                               const StridedView& losses, const StridedView& lse,
+                                               double* total);
+LUMEN_CUDA_API void soft_cross_entropy_backward(const StridedView& input, const StridedView& target,
+                                                const StridedView& weight, double label_smoothing,
+                                                const StridedView& lse,
+                                                const StridedView& grad_losses, double scale,
+                                                const StridedView& grad_input,
+                                                const StridedView& grad_target);
+LUMEN_CUDA_API double pointwise_loss_forward(PointwiseLoss kind, double param,
+                                             const StridedView& input, const StridedView& target,
+                                             const StridedView& weight,
+                                             const StridedView& pos_weight, const StridedView& out,
+                                             int64_t* invalid);
+LUMEN_CUDA_API void pointwise_loss_backward(
+    PointwiseLoss kind, double param, const StridedView& input, const StridedView& target,
+    const StridedView& weight, const StridedView& pos_weight, const StridedView& grad_losses,
+    double scale, const StridedView& grad_input, const StridedView& grad_target);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -114,11 +114,7 @@ Tensor batched_matmul(const char* op, const Tensor& a_in, const Tensor& b_in, co
     StridedView a_view = strided_as(a, with_matrix(batch, n, k), op);
     StridedView b_view = strided_as(b, with_matrix(batch, k, m), op);
     StridedView bias_view = bias.defined() ? strided(bias, op) : StridedView{};
-    if (a.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::matmul_forward(a_view, b_view, bias_view, strided(product, op)));
-    } else {
-        cpu::matmul_forward(a_view, b_view, bias_view, strided(product, op));
-    }
+    LUMEN_DISPATCH(a, matmul_forward, a_view, b_view, bias_view, strided(product, op));
     Tensor out = product.view(result_shape);  // product has no history: nothing is recorded
     if (!needs_recording({a, b, bias})) return out;
 

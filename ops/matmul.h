@@ -1,5 +1,5 @@
 // Matrix products with PyTorch semantics. CPU GEMM is Eigen's kernel run single-threaded on
-// panels that lumen splits across OpenMP threads, CUDA GEMM is cuBLAS; transposed or otherwise
+// panels that lumen splits across its threads (core/parallel.h), CUDA GEMM is cuBLAS; transposed or otherwise
 // strided operands are passed to the GEMM as they are whenever one of their two matrix strides
 // is 1, so q @ k.transpose(-2, -1) copies nothing.
 #pragma once

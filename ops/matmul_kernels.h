@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -56,8 +57,8 @@ namespace cuda {
 // set_matmul_allow_tf32(true)), float64, and float16/bfloat16 accumulated in float32 with the
 // result (bias included) rounded once to the input dtype. Strided batched calls over the batch
 // dims that follow one stride (stride 0 included), a host loop over the others.
-void matmul_forward(const StridedView& a, const StridedView& b, const StridedView& bias,
-                    const StridedView& out);
+LUMEN_CUDA_API void matmul_forward(const StridedView& a, const StridedView& b,
+                                   const StridedView& bias, const StridedView& out);
 
 }  // namespace cuda
 

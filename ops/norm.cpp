@@ -76,13 +76,8 @@ void row_forward_kernel(const char* op, const RowNormLayout& layout, const Tenso
                         const Tensor& mean, const Tensor& rstd) {
     StridedView views[] = {strided(x, op), view_or_null(w, op), view_or_null(b, op),
                            strided(y, op), strided(mean, op),   strided(rstd, op)};
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::row_norm_forward(layout, views[0], views[1], views[2], eps,
-                                                 views[3], views[4], views[5]));
-    } else {
-        cpu::row_norm_forward(layout, views[0], views[1], views[2], eps, views[3], views[4],
-                              views[5]);
-    }
+    LUMEN_DISPATCH(x, row_norm_forward, layout, views[0], views[1], views[2], eps, views[3],
+                   views[4], views[5]);
 }
 
 void row_backward_kernel(const char* op, const RowNormLayout& layout, const Tensor& x,
@@ -91,23 +86,13 @@ void row_backward_kernel(const char* op, const RowNormLayout& layout, const Tens
     StridedView views[] = {strided(x, op),       view_or_null(w, op), strided(mean, op),
                            strided(rstd, op),    strided(g, op),      view_or_null(gx, op),
                            view_or_null(gw, op), view_or_null(gb, op)};
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::row_norm_backward(layout, views[0], views[1], views[2], views[3],
-                                                  views[4], views[5], views[6], views[7]));
-    } else {
-        cpu::row_norm_backward(layout, views[0], views[1], views[2], views[3], views[4], views[5],
-                               views[6], views[7]);
-    }
+    LUMEN_DISPATCH(x, row_norm_backward, layout, views[0], views[1], views[2], views[3], views[4],
+                   views[5], views[6], views[7]);
 }
 
 void moments_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
                     const Tensor& mean, const Tensor& var) {
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(
-            op, cuda::channel_moments(layout, strided(x, op), strided(mean, op), strided(var, op)));
-    } else {
-        cpu::channel_moments(layout, strided(x, op), strided(mean, op), strided(var, op));
-    }
+    LUMEN_DISPATCH(x, channel_moments, layout, strided(x, op), strided(mean, op), strided(var, op));
 }
 
 void channel_forward_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
@@ -115,13 +100,8 @@ void channel_forward_kernel(const char* op, const ChannelNormLayout& layout, con
                             const Tensor& b, const Tensor& y) {
     StridedView views[] = {strided(x, op),      strided(mean, op),   strided(var, op),
                            view_or_null(w, op), view_or_null(b, op), strided(y, op)};
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::channel_norm_forward(layout, views[0], views[1], views[2], eps,
-                                                     views[3], views[4], views[5]));
-    } else {
-        cpu::channel_norm_forward(layout, views[0], views[1], views[2], eps, views[3], views[4],
-                                  views[5]);
-    }
+    LUMEN_DISPATCH(x, channel_norm_forward, layout, views[0], views[1], views[2], eps, views[3],
+                   views[4], views[5]);
 }
 
 void channel_backward_kernel(const char* op, const ChannelNormLayout& layout, const Tensor& x,
@@ -131,14 +111,8 @@ void channel_backward_kernel(const char* op, const ChannelNormLayout& layout, co
     StridedView views[] = {strided(x, op),       strided(mean, op),   strided(var, op),
                            view_or_null(w, op),  strided(g, op),      view_or_null(gx, op),
                            view_or_null(gw, op), view_or_null(gb, op)};
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(
-            op, cuda::channel_norm_backward(layout, views[0], views[1], views[2], eps, views[3],
-                                            batch_stats, views[4], views[5], views[6], views[7]));
-    } else {
-        cpu::channel_norm_backward(layout, views[0], views[1], views[2], eps, views[3], batch_stats,
-                                   views[4], views[5], views[6], views[7]);
-    }
+    LUMEN_DISPATCH(x, channel_norm_backward, layout, views[0], views[1], views[2], eps, views[3],
+                   batch_stats, views[4], views[5], views[6], views[7]);
 }
 
 // Row-statistics ops (layer_norm, rms_norm, group_norm, instance_norm with input stats). The
@@ -414,8 +388,7 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
     Tensor y = empty(x.shape(), x.dtype(), x.device());
     Tensor norm = empty({layout.outer * layout.channels}, x.dtype(), x.device());
     if (x.numel() > 0 && x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::normalize_forward(layout, strided(c, op), p, eps, strided(y, op),
-                                                  strided(norm, op)));
+        cuda::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
     } else if (x.numel() > 0) {
         cpu::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
     }
@@ -427,8 +400,7 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
             StridedView views[] = {strided(x, op), strided(snorm.get(), op), strided(g, op),
                                    strided(gx, op)};
             if (x.numel() > 0 && x.is_cuda()) {
-                LUMEN_ON_CUDA(op, cuda::normalize_backward(layout, views[0], views[1], p, eps,
-                                                           views[2], views[3]));
+                cuda::normalize_backward(layout, views[0], views[1], p, eps, views[2], views[3]);
             } else if (x.numel() > 0) {
                 cpu::normalize_backward(layout, views[0], views[1], p, eps, views[2], views[3]);
             }

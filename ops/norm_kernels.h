@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -82,28 +83,33 @@ void normalize_backward(const ChannelNormLayout& layout, const StridedView& x,
 // bfloat16, with mean/rstd in float32 for the half types (x's dtype otherwise); the others:
 // float32, float64.
 namespace cuda {
-void row_norm_forward(const RowNormLayout& layout, const StridedView& x, const StridedView& weight,
-                      const StridedView& bias, double eps, const StridedView& y,
-                      const StridedView& mean, const StridedView& rstd);
-void row_norm_backward(const RowNormLayout& layout, const StridedView& x, const StridedView& weight,
-                       const StridedView& mean, const StridedView& rstd,
-                       const StridedView& grad_out, const StridedView& grad_x,
-                       const StridedView& grad_weight, const StridedView& grad_bias);
-void channel_moments(const ChannelNormLayout& layout, const StridedView& x, const StridedView& mean,
-                     const StridedView& var);
-void channel_norm_forward(const ChannelNormLayout& layout, const StridedView& x,
-                          const StridedView& mean, const StridedView& var, double eps,
-                          const StridedView& weight, const StridedView& bias, const StridedView& y);
-void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x,
-                           const StridedView& mean, const StridedView& var, double eps,
-                           const StridedView& weight, bool batch_stats, const StridedView& grad_out,
-                           const StridedView& grad_x, const StridedView& grad_weight,
-                           const StridedView& grad_bias);
-void normalize_forward(const ChannelNormLayout& layout, const StridedView& x, double p, double eps,
-                       const StridedView& y, const StridedView& norm);
-void normalize_backward(const ChannelNormLayout& layout, const StridedView& x,
-                        const StridedView& norm, double p, double eps, const StridedView& grad_out,
-                        const StridedView& grad_x);
+LUMEN_CUDA_API void row_norm_forward(const RowNormLayout& layout, const StridedView& x,
+                                     const StridedView& weight, const StridedView& bias, double eps,
+                                     const StridedView& y, const StridedView& mean,
+                                     const StridedView& rstd);
+LUMEN_CUDA_API void row_norm_backward(const RowNormLayout& layout, const StridedView& x,
+                                      const StridedView& weight, const StridedView& mean,
+                                      const StridedView& rstd, const StridedView& grad_out,
+                                      const StridedView& grad_x, const StridedView& grad_weight,
+                                      const StridedView& grad_bias);
+LUMEN_CUDA_API void channel_moments(const ChannelNormLayout& layout, const StridedView& x,
+                                    const StridedView& mean, const StridedView& var);
+LUMEN_CUDA_API void channel_norm_forward(const ChannelNormLayout& layout, const StridedView& x,
+                                         const StridedView& mean, const StridedView& var,
+                                         double eps, const StridedView& weight,
+                                         const StridedView& bias, const StridedView& y);
+LUMEN_CUDA_API void channel_norm_backward(const ChannelNormLayout& layout, const StridedView& x,
+                                          const StridedView& mean, const StridedView& var,
+                                          double eps, const StridedView& weight, bool batch_stats,
+                                          const StridedView& grad_out, const StridedView& grad_x,
+                                          const StridedView& grad_weight,
+                                          const StridedView& grad_bias);
+LUMEN_CUDA_API void normalize_forward(const ChannelNormLayout& layout, const StridedView& x,
+                                      double p, double eps, const StridedView& y,
+                                      const StridedView& norm);
+LUMEN_CUDA_API void normalize_backward(const ChannelNormLayout& layout, const StridedView& x,
+                                       const StridedView& norm, double p, double eps,
+                                       const StridedView& grad_out, const StridedView& grad_x);
 }  // namespace cuda
 
 }  // namespace lumen

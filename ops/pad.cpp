@@ -97,20 +97,12 @@ Tensor pad(const Tensor& x, const Dims& pad, const std::string& mode, std::optio
     Shape out_shape = x.shape();
     for (int j = 0; j < g.dims; ++j) out_shape[size_t(x.ndim() - g.dims + j)] = g.out[j];
     Tensor y = empty(out_shape, x.dtype(), x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(kOp, cuda::pad_forward(strided(input, kOp), strided(y, kOp), g));
-    } else {
-        cpu::pad_forward(strided(input, kOp), strided(y, kOp), g);
-    }
+    LUMEN_DISPATCH(x, pad_forward, strided(input, kOp), strided(y, kOp), g);
     // dx[i] = sum of grad_out[o] over the outputs o that copied x[i]
     record_backward(kOp, {x}, y, [g, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
         Tensor grad_x = empty(shape, dtype, go.device());
-        if (go.is_cuda()) {
-            LUMEN_ON_CUDA(kOp, cuda::pad_backward(strided(go, kOp), strided(grad_x, kOp), g));
-        } else {
-            cpu::pad_backward(strided(go, kOp), strided(grad_x, kOp), g);
-        }
+        LUMEN_DISPATCH(go, pad_backward, strided(go, kOp), strided(grad_x, kOp), g);
         return std::vector<Tensor>{grad_x};
     });
     return y;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/shape.h"
 #include "core/strided.h"
 
@@ -70,9 +71,10 @@ void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
 // non-constant backward gathers (each input sums the outputs that copied it, in the CPU's
 // order): no atomics, deterministic.
 namespace cuda {
-void pad_forward(const StridedView& x, const StridedView& y, const PadGeometry& geometry);
-void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
-                  const PadGeometry& geometry);
+LUMEN_CUDA_API void pad_forward(const StridedView& x, const StridedView& y,
+                                const PadGeometry& geometry);
+LUMEN_CUDA_API void pad_backward(const StridedView& grad_out, const StridedView& grad_x,
+                                 const PadGeometry& geometry);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -114,12 +114,7 @@ void record_max_backward(const char* op, const Tensor& x, const Tensor& y, const
                         Tensor go = grad_out.contiguous();
                         Tensor grad_x = empty(shape, dtype, go.device());
                         StridedView gv = strided(go, op), iv = strided(saved.get(), op);
-                        if (go.is_cuda()) {
-                            LUMEN_ON_CUDA(op,
-                                          cuda::max_pool_backward(gv, iv, strided(grad_x, op), g));
-                        } else {
-                            cpu::max_pool_backward(gv, iv, strided(grad_x, op), g);
-                        }
+                        LUMEN_DISPATCH(go, max_pool_backward, gv, iv, strided(grad_x, op), g);
                         return std::vector<Tensor>{grad_x};
                     });
 }
@@ -132,12 +127,8 @@ ValuesIndices max_pool(const Tensor& x, int spatial, const char* op, const Dims&
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
     Tensor indices = empty(y.shape(), DType::int64, x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::max_pool_forward(strided(input, op), strided(y, op),
-                                                 strided(indices, op), g));
-    } else {
-        cpu::max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
-    }
+    LUMEN_DISPATCH(x, max_pool_forward, strided(input, op), strided(y, op), strided(indices, op),
+                   g);
     record_max_backward(op, x, y, indices, g);
     return {y, indices};
 }
@@ -148,12 +139,8 @@ ValuesIndices adaptive_max_pool(const Tensor& x, int spatial, const char* op,
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
     Tensor indices = empty(y.shape(), DType::int64, x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::adaptive_max_pool_forward(strided(input, op), strided(y, op),
-                                                          strided(indices, op), g));
-    } else {
-        cpu::adaptive_max_pool_forward(strided(input, op), strided(y, op), strided(indices, op), g);
-    }
+    LUMEN_DISPATCH(x, adaptive_max_pool_forward, strided(input, op), strided(y, op),
+                   strided(indices, op), g);
     record_max_backward(op, x, y, indices, g);
     return {y, indices};
 }
@@ -166,22 +153,14 @@ Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel
     int64_t divisor = divisor_override.value_or(0);
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::avg_pool_forward(strided(input, op), strided(y, op), g,
-                                                 count_include_pad, divisor));
-    } else {
-        cpu::avg_pool_forward(strided(input, op), strided(y, op), g, count_include_pad, divisor);
-    }
+    LUMEN_DISPATCH(x, avg_pool_forward, strided(input, op), strided(y, op), g, count_include_pad,
+                   divisor);
     // dx = sum over the windows containing x of grad_out / divisor
     record_backward(op, {x}, y, [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
         Tensor grad_x = empty(shape, dtype, go.device());
         StridedView gv = strided(go, op), xv = strided(grad_x, op);
-        if (go.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::avg_pool_backward(gv, xv, g, count_include_pad, divisor));
-        } else {
-            cpu::avg_pool_backward(gv, xv, g, count_include_pad, divisor);
-        }
+        LUMEN_DISPATCH(go, avg_pool_backward, gv, xv, g, count_include_pad, divisor);
         return std::vector<Tensor>{grad_x};
     });
     return y;
@@ -191,21 +170,13 @@ Tensor adaptive_avg_pool(const Tensor& x, int spatial, const char* op, const Dim
     PoolGeometry g = adaptive_geometry(x, spatial, op, output_size);
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::adaptive_avg_pool_forward(strided(input, op), strided(y, op), g));
-    } else {
-        cpu::adaptive_avg_pool_forward(strided(input, op), strided(y, op), g);
-    }
+    LUMEN_DISPATCH(x, adaptive_avg_pool_forward, strided(input, op), strided(y, op), g);
     // dx = sum over the cells containing x of grad_out / cell size
     record_backward(op, {x}, y, [=, shape = x.shape(), dtype = x.dtype()](const Tensor& grad_out) {
         Tensor go = grad_out.contiguous();
         Tensor grad_x = empty(shape, dtype, go.device());
         StridedView gv = strided(go, op), xv = strided(grad_x, op);
-        if (go.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::adaptive_avg_pool_backward(gv, xv, g));
-        } else {
-            cpu::adaptive_avg_pool_backward(gv, xv, g);
-        }
+        LUMEN_DISPATCH(go, adaptive_avg_pool_backward, gv, xv, g);
         return std::vector<Tensor>{grad_x};
     });
     return y;

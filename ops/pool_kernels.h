@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -62,21 +63,24 @@ void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& 
 // backward kernels gather (one thread per input element sums the windows that cover it, in
 // the CPU's order), so they are deterministic and need no atomics.
 namespace cuda {
-void max_pool_forward(const StridedView& x, const StridedView& y, const StridedView& indices,
-                      const PoolGeometry& geometry);
-void adaptive_max_pool_forward(const StridedView& x, const StridedView& y,
-                               const StridedView& indices, const PoolGeometry& geometry);
-void max_pool_backward(const StridedView& grad_out, const StridedView& indices,
-                       const StridedView& grad_x, const PoolGeometry& geometry);
-void avg_pool_forward(const StridedView& x, const StridedView& y, const PoolGeometry& geometry,
-                      bool count_include_pad, int64_t divisor_override);
-void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
-                       const PoolGeometry& geometry, bool count_include_pad,
-                       int64_t divisor_override);
-void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
-                               const PoolGeometry& geometry);
-void adaptive_avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
-                                const PoolGeometry& geometry);
+LUMEN_CUDA_API void max_pool_forward(const StridedView& x, const StridedView& y,
+                                     const StridedView& indices, const PoolGeometry& geometry);
+LUMEN_CUDA_API void adaptive_max_pool_forward(const StridedView& x, const StridedView& y,
+                                              const StridedView& indices,
+                                              const PoolGeometry& geometry);
+LUMEN_CUDA_API void max_pool_backward(const StridedView& grad_out, const StridedView& indices,
+                                      const StridedView& grad_x, const PoolGeometry& geometry);
+LUMEN_CUDA_API void avg_pool_forward(const StridedView& x, const StridedView& y,
+                                     const PoolGeometry& geometry, bool count_include_pad,
+                                     int64_t divisor_override);
+LUMEN_CUDA_API void avg_pool_backward(const StridedView& grad_out, const StridedView& grad_x,
+                                      const PoolGeometry& geometry, bool count_include_pad,
+                                      int64_t divisor_override);
+LUMEN_CUDA_API void adaptive_avg_pool_forward(const StridedView& x, const StridedView& y,
+                                              const PoolGeometry& geometry);
+LUMEN_CUDA_API void adaptive_avg_pool_backward(const StridedView& grad_out,
+                                               const StridedView& grad_x,
+                                               const PoolGeometry& geometry);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -51,11 +51,7 @@ Tensor rand(const Shape& shape, DType dtype, Generator* generator, Device device
     Generator& gen = generator_or_default(generator);
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, uniform_per_block(dtype), offset);
-    if (device.is_cuda()) {
-        LUMEN_ON_CUDA("rand", cuda::rand_forward(gen.seed(), offset, strided(out, "rand")));
-    } else {
-        cpu::rand_forward(gen.seed(), offset, strided(out, "rand"));
-    }
+    LUMEN_DISPATCH(device, rand_forward, gen.seed(), offset, strided(out, "rand"));
     return out;
 }
 
@@ -65,11 +61,7 @@ Tensor randn(const Shape& shape, DType dtype, Generator* generator, Device devic
     uint64_t offset = 0;
     // Box-Muller turns one block (two 53-bit uniforms) into two normals.
     Tensor out = allocate(shape, dtype, device, gen, 2, offset);
-    if (device.is_cuda()) {
-        LUMEN_ON_CUDA("randn", cuda::randn_forward(gen.seed(), offset, strided(out, "randn")));
-    } else {
-        cpu::randn_forward(gen.seed(), offset, strided(out, "randn"));
-    }
+    LUMEN_DISPATCH(device, randn_forward, gen.seed(), offset, strided(out, "randn"));
     return out;
 }
 
@@ -83,11 +75,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype, Gener
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, 2, offset);  // one 64-bit draw per element
     StridedView view = strided(out, "randint");
-    if (device.is_cuda()) {
-        LUMEN_ON_CUDA("randint", cuda::randint_forward(gen.seed(), offset, low, high, view));
-    } else {
-        cpu::randint_forward(gen.seed(), offset, low, high, view);
-    }
+    LUMEN_DISPATCH(device, randint_forward, gen.seed(), offset, low, high, view);
     return out;
 }
 
@@ -101,12 +89,7 @@ Tensor bernoulli(const Tensor& p, Generator* generator) {
         allocate(p.shape(), p.dtype(), p.device(), gen, uniform_per_block(p.dtype()), offset);
     StridedView p_view = strided(prob, "bernoulli"), out_view = strided(out, "bernoulli");
     int64_t invalid = -1;
-    if (p.is_cuda()) {
-        LUMEN_ON_CUDA("bernoulli",
-                      invalid = cuda::bernoulli_forward(gen.seed(), offset, p_view, out_view));
-    } else {
-        invalid = cpu::bernoulli_forward(gen.seed(), offset, p_view, out_view);
-    }
+    invalid = LUMEN_DISPATCH(p, bernoulli_forward, gen.seed(), offset, p_view, out_view);
     LUMEN_CHECK(invalid < 0, "bernoulli", "probabilities must lie in [0, 1], got ",
                 read_element(prob.cpu(), invalid), " at flat index ", invalid,
                 " of a tensor of shape ", p.shape());
@@ -123,12 +106,7 @@ Tensor bernoulli(const Shape& shape, double p, DType dtype, Generator* generator
     uint64_t offset = 0;
     Tensor out = allocate(shape, dtype, device, gen, uniform_per_block(precision), offset);
     StridedView view = strided(out, "bernoulli");
-    if (device.is_cuda()) {
-        LUMEN_ON_CUDA("bernoulli",
-                      cuda::bernoulli_scalar_forward(gen.seed(), offset, p, precision, view));
-    } else {
-        cpu::bernoulli_scalar_forward(gen.seed(), offset, p, precision, view);
-    }
+    LUMEN_DISPATCH(device, bernoulli_scalar_forward, gen.seed(), offset, p, precision, view);
     return out;
 }
 

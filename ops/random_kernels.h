@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/dtype.h"
 #include "core/strided.h"
 
@@ -54,14 +55,14 @@ void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType pr
 // (the device's log / sin / cos are not glibc's). bernoulli_forward reports the same first
 // invalid index (one small device-to-host copy).
 namespace cuda {
-void rand_forward(uint64_t seed, uint64_t offset, const StridedView& out);
-void randn_forward(uint64_t seed, uint64_t offset, const StridedView& out);
-void randint_forward(uint64_t seed, uint64_t offset, int64_t low, int64_t high,
-                     const StridedView& out);
-int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
-                          const StridedView& out);
-void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p, DType precision,
-                              const StridedView& out);
+LUMEN_CUDA_API void rand_forward(uint64_t seed, uint64_t offset, const StridedView& out);
+LUMEN_CUDA_API void randn_forward(uint64_t seed, uint64_t offset, const StridedView& out);
+LUMEN_CUDA_API void randint_forward(uint64_t seed, uint64_t offset, int64_t low, int64_t high,
+                                    const StridedView& out);
+LUMEN_CUDA_API int64_t bernoulli_forward(uint64_t seed, uint64_t offset, const StridedView& p,
+                                         const StridedView& out);
+LUMEN_CUDA_API void bernoulli_scalar_forward(uint64_t seed, uint64_t offset, double p,
+                                             DType precision, const StridedView& out);
 }  // namespace cuda
 
 }  // namespace lumen

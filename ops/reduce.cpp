@@ -31,11 +31,7 @@ void check_half_on_cuda(const Tensor& x, const char* op) {
 void reduce_kernel(ReduceOp kind, const Tensor& x, const StridedView& out, uint32_t mask,
                    const char* op) {
     check_half_on_cuda(x, op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::reduce_forward(kind, strided(x, op), out, mask));
-    } else {
-        cpu::reduce_forward(kind, strided(x, op), out, mask);
-    }
+    LUMEN_DISPATCH(x, reduce_forward, kind, strided(x, op), out, mask);
 }
 
 // The reduced dims of x as bits (bit d = dim d); an empty `dims` reduces every dim.
@@ -152,13 +148,8 @@ ValuesIndices arg_extremum(const Tensor& x, int64_t dim, bool keepdim, bool is_m
                 " of size 0 (shape ", x.shape(), ")");
     Output values = make_output(x, mask, x.dtype(), op);
     Output indices = make_output(x, mask, DType::int64, op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::arg_reduce_forward(is_max, strided(x, op), x.ndim() ? d : 0,
-                                                   values.view, indices.view));
-    } else {
-        cpu::arg_reduce_forward(is_max, strided(x, op), x.ndim() ? d : 0, values.view,
-                                indices.view);
-    }
+    LUMEN_DISPATCH(x, arg_reduce_forward, is_max, strided(x, op), x.ndim() ? d : 0, values.view,
+                   indices.view);
     return {shaped(values.keep, x, mask, keepdim), shaped(indices.keep, x, mask, keepdim)};
 }
 
@@ -194,11 +185,7 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
     check_floating(x, op);
     uint32_t mask = dims_mask(x, dims, op);
     Output out = make_output(x, mask, x.dtype(), op);
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::var_forward(strided(x, op), out.view, mask, correction, take_sqrt));
-    } else {
-        cpu::var_forward(strided(x, op), out.view, mask, correction, take_sqrt);
-    }
+    LUMEN_DISPATCH(x, var_forward, strided(x, op), out.view, mask, correction, take_sqrt);
     Tensor result = shaped(out.keep, x, mask, keepdim);
     Dims reduced = mask_dims(mask, x.ndim());
     double divisor = std::max(double(reduced_count(x.shape(), mask)) - correction, 0.0);
@@ -297,12 +284,7 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
     check_floating(x, "logsumexp");
     uint32_t mask = dims_mask(x, dims, "logsumexp");
     Output out = make_output(x, mask, x.dtype(), "logsumexp");
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA("logsumexp",
-                      cuda::logsumexp_forward(strided(x, "logsumexp"), out.view, mask));
-    } else {
-        cpu::logsumexp_forward(strided(x, "logsumexp"), out.view, mask);
-    }
+    LUMEN_DISPATCH(x, logsumexp_forward, strided(x, "logsumexp"), out.view, mask);
     Tensor result = shaped(out.keep, x, mask, keepdim);
     // d logsumexp / dx = exp(x - logsumexp): the softmax over the reduced dims
     record_backward("logsumexp", {x}, result,

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -49,12 +50,14 @@ void logsumexp_forward(const StridedView& x, const StridedView& out, uint32_t re
 // float16/bfloat16 (accumulated in float, results in the input dtype), and for sum, amax/amin
 // and arg max/min also int64, int32, uint8 and bool.
 namespace cuda {
-void reduce_forward(ReduceOp op, const StridedView& x, const StridedView& out, uint32_t reduced);
-void arg_reduce_forward(bool is_max, const StridedView& x, int dim, const StridedView& values,
-                        const StridedView& indices);
-void var_forward(const StridedView& x, const StridedView& out, uint32_t reduced, double correction,
-                 bool take_sqrt);
-void logsumexp_forward(const StridedView& x, const StridedView& out, uint32_t reduced);
+LUMEN_CUDA_API void reduce_forward(ReduceOp op, const StridedView& x, const StridedView& out,
+                                   uint32_t reduced);
+LUMEN_CUDA_API void arg_reduce_forward(bool is_max, const StridedView& x, int dim,
+                                       const StridedView& values, const StridedView& indices);
+LUMEN_CUDA_API void var_forward(const StridedView& x, const StridedView& out, uint32_t reduced,
+                                double correction, bool take_sqrt);
+LUMEN_CUDA_API void logsumexp_forward(const StridedView& x, const StridedView& out,
+                                      uint32_t reduced);
 }  // namespace cuda
 
 namespace cpu {

@@ -63,7 +63,7 @@ const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : 
 
 void run_forward(const ScanInputs& in, bool on_cuda, void* y) {
     if (on_cuda) {
-        LUMEN_ON_CUDA(kOp, cuda::selective_scan_forward(in, y));
+        cuda::selective_scan_forward(in, y);
     } else {
         cpu::selective_scan_forward(in, y);
     }
@@ -72,7 +72,7 @@ void run_forward(const ScanInputs& in, bool on_cuda, void* y) {
 void run_backward(const ScanInputs& in, bool on_cuda, const void* grad_out,
                   const ScanGrads& grads) {
     if (on_cuda) {
-        LUMEN_ON_CUDA(kOp, cuda::selective_scan_backward(in, grad_out, grads));
+        cuda::selective_scan_backward(in, grad_out, grads);
     } else {
         cpu::selective_scan_backward(in, grad_out, grads);
     }

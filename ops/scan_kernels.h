@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/cuda_guard.h"
 #include "core/dtype.h"
 
 namespace lumen {
@@ -55,8 +56,9 @@ void selective_scan_backward(const ScanInputs& in, const void* grad_out, const S
 namespace cuda {
 // The largest state size the CUDA kernels take.
 constexpr int64_t kMaxScanState = 256;
-void selective_scan_forward(const ScanInputs& in, void* y);
-void selective_scan_backward(const ScanInputs& in, const void* grad_out, const ScanGrads& grads);
+LUMEN_CUDA_API void selective_scan_forward(const ScanInputs& in, void* y);
+LUMEN_CUDA_API void selective_scan_backward(const ScanInputs& in, const void* grad_out,
+                                            const ScanGrads& grads);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -24,22 +24,14 @@ Tensor softmax_along(const Tensor& x, int64_t dim, bool log) {
         input = x.contiguous();
     }
     Tensor y = empty(x.shape(), x.dtype(), x.device());
-    if (x.is_cuda()) {
-        LUMEN_ON_CUDA(op, cuda::softmax_forward(strided(input, op), strided(y, op), d, log));
-    } else {
-        cpu::softmax_forward(strided(input, op), strided(y, op), d, log);
-    }
+    LUMEN_DISPATCH(x, softmax_forward, strided(input, op), strided(y, op), d, log);
     // softmax: dx = y * (g - sum(g * y)); log_softmax: dx = g - exp(y) * sum(g); sums along d
     record_backward(op, {x}, y, [d, log, op, saved_y = save(y)](const Tensor& grad_out) {
         Tensor y = saved_y.get();
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(y.shape(), y.dtype(), y.device());
-        if (y.is_cuda()) {
-            LUMEN_ON_CUDA(op, cuda::softmax_backward(strided(y, op), strided(g, op),
-                                                     strided(grad_x, op), d, log));
-        } else {
-            cpu::softmax_backward(strided(y, op), strided(g, op), strided(grad_x, op), d, log);
-        }
+        LUMEN_DISPATCH(y, softmax_backward, strided(y, op), strided(g, op), strided(grad_x, op), d,
+                       log);
         return std::vector<Tensor>{grad_x};
     });
     return y;

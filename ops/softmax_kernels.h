@@ -3,6 +3,7 @@
 // tensors, length being the size of the softmax dim.
 #pragma once
 
+#include "core/cuda_guard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -24,9 +25,9 @@ void softmax_backward(const StridedView& y, const StridedView& grad_out, const S
 // The same kernels on the tensors' CUDA device: float32, float64 and float16/bfloat16
 // (computed in float).
 namespace cuda {
-void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool log);
-void softmax_backward(const StridedView& y, const StridedView& grad_out, const StridedView& grad_x,
-                      int dim, bool log);
+LUMEN_CUDA_API void softmax_forward(const StridedView& x, const StridedView& y, int dim, bool log);
+LUMEN_CUDA_API void softmax_backward(const StridedView& y, const StridedView& grad_out,
+                                     const StridedView& grad_x, int dim, bool log);
 }  // namespace cuda
 
 }  // namespace lumen

@@ -4,6 +4,7 @@
 # used when installed (CMakeLists.txt looks for it).
 # Usage: bash scripts/build.sh [target...]
 # Environment: JOBS (default 2), BUILD_DIR (default build), LUMEN_CUDA (ON/OFF, default auto),
+#              LUMEN_NATIVE (ON: code for this machine's CPU, the default here; OFF: portable),
 #              CMAKE_ARGS (extra configure arguments, e.g. "-DLUMEN_BUILD_BENCH=OFF").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ fi
 
 # CMAKE_ARGS is split on spaces on purpose: it holds several -D options.
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA="$LUMEN_CUDA" ${CMAKE_ARGS:-}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA="$LUMEN_CUDA" \
+    -DLUMEN_NATIVE="${LUMEN_NATIVE:-ON}" ${CMAKE_ARGS:-}
 
 targets=()
 for target in "$@"; do targets+=(--target "$target"); done

@@ -11,6 +11,4 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/build.sh lumen_cli
-# Idle OpenMP threads sleep instead of spinning (the binary also sets this when it is unset).
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 "${BUILD_DIR:-build}/lumen" train configs/quickstart.json "$@"

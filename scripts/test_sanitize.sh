@@ -28,7 +28,7 @@ fi
 # they exercise the uninstrumented kernels (LUMEN_SANITIZE_SCOPE=all runs them instrumented).
 SANITIZE_TESTS=${SANITIZE_TESTS:-"[io],[train],[cli],[datasets],[module],[registry]"}
 
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA="$LUMEN_CUDA" \
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLUMEN_CUDA="$LUMEN_CUDA" -DLUMEN_NATIVE="${LUMEN_NATIVE:-ON}" \
     -DLUMEN_BUILD_TESTS=ON -DLUMEN_SANITIZE=ON -DLUMEN_SANITIZE_SCOPE=io >/dev/null
 cmake --build "$build_dir" --parallel "$jobs" --target lumen_tests lumen_cli lumen_hostile_corpus
 
@@ -36,7 +36,6 @@ cmake --build "$build_dir" --parallel "$jobs" --target lumen_tests lumen_cli lum
 # protect_shadow_gap=0 lets the CUDA runtime map its memory when lumen was built with CUDA.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_container_overflow=0:protect_shadow_gap=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-export OMP_WAIT_POLICY=passive
 status=0
 "$build_dir/tests/lumen_tests" "$SANITIZE_TESTS" --order rand --rng-seed 1 || status=$?
 bash tests/hostile/run_corpus.sh "$build_dir/lumen" "$build_dir/tests/lumen_hostile_corpus" \

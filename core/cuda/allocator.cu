@@ -247,18 +247,18 @@ void free(void* data, int device) {
     if (DeviceAllocator* allocator = find_allocator(device, false)) allocator->free(data);
 }
 
-MemoryStats memory_stats(int device) {
+MemoryStats allocator_stats(int device) {
     std::lock_guard lock(allocator_mutex());
     DeviceAllocator* allocator = find_allocator(device, false);
     return allocator ? allocator->stats() : MemoryStats{};
 }
 
-void reset_peak_memory_stats(int device) {
+void allocator_reset_peak(int device) {
     std::lock_guard lock(allocator_mutex());
     if (DeviceAllocator* allocator = find_allocator(device, false)) allocator->reset_peaks();
 }
 
-void empty_cache(int device) {
+void allocator_empty_cache(int device) {
     std::lock_guard lock(allocator_mutex());
     if (DeviceAllocator* allocator = find_allocator(device, false)) allocator->release_cached();
 }

@@ -1,5 +1,5 @@
 // The CUDA side of core: device queries, host<->device copies and fill (device memory is
-// core/cuda/allocator.cu). Only compiled with LUMEN_CUDA=ON.
+// core/cuda/allocator.cu). Part of lumen_cuda (core/cuda_guard.h).
 #include <cstdint>
 
 #include "core/cuda/cuda_check.h"
@@ -7,11 +7,9 @@
 #include "core/dtype.h"
 #include "core/storage.h"
 
-namespace lumen {
+namespace lumen::cuda {
 
-bool cuda_built() { return true; }
-
-int cuda_device_count() {
+int device_count() {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         cudaGetLastError();  // clear the sticky "no device" error
@@ -20,9 +18,7 @@ int cuda_device_count() {
     return count;
 }
 
-void cuda_synchronize() { LUMEN_CUDA_CHECK(cudaDeviceSynchronize()); }
-
-namespace cuda {
+void synchronize() { LUMEN_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
     cudaMemcpyKind kind = dst_device.is_cpu() ? cudaMemcpyDeviceToHost
@@ -79,5 +75,4 @@ void fill(void* data, DType dtype, int64_t count, double value) {
     }
 }
 
-}  // namespace cuda
-}  // namespace lumen
+}  // namespace lumen::cuda

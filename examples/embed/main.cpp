@@ -1,14 +1,18 @@
-// Embedding check: a program built against an installed lumen through find_package(lumen).
-// It differentiates loss = sum(w * x^2) and compares d loss / dx with the exact 2 w x, then
-// trains a small CNN (nn layers, AdamW, a stateful cosine schedule) through <lumen/lumen.h>.
+// Embedding check: a program built against an installed lumen through find_package(lumen) or
+// pkg-config, with a core/error.h of its own. It says whether lumen's CUDA backend is linked,
+// differentiates loss = sum(w * x^2) and compares d loss / dx with the exact 2 w x, then trains
+// a small CNN (nn layers, AdamW, a stateful cosine schedule) through <lumen/lumen.h>.
 #include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include <lumen/lumen.h>
 
+#include "core/error.h"  // the program's own header of that name
+
 int main() {
     using namespace lumen;
+    std::printf("%s; CUDA backend: %s\n", app::own_header(), cuda_built() ? "linked" : "not linked");
     try {
         Tensor x = tensor({1.0, -2.0, 3.0}).requires_grad_();
         Tensor w = tensor({0.5, 1.5, -2.0});

@@ -305,18 +305,11 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
     }
 }
 
-// Eigen's own threading is off: lumen splits the work itself (see ops/cpu/matmul.cpp).
-void eigen_serial() {
-    static const bool serial = (Eigen::setNbThreads(1), true);
-    (void)serial;
-}
-
 }  // namespace
 
 void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
                   const StridedView& y, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_forward(x, weight, bias, y, shape);
-    eigen_serial();
     dispatch_floating(y.dtype, "conv", [&]<typename T>() {
         forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
                          bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
@@ -326,7 +319,6 @@ void conv_forward(const StridedView& x, const StridedView& weight, const Strided
 void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
                          const StridedView& grad_x, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_input(grad_y, weight, grad_x, shape);
-    eigen_serial();
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
         backward_input_typed<T>(grad_y.ptr<const T>(), weight.ptr<const T>(), grad_x.ptr<T>(),
                                 shape);
@@ -336,7 +328,6 @@ void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
 void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                           const StridedView& grad_weight, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_weight(x, grad_y, grad_weight, shape);
-    eigen_serial();
     dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
         backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
                                  shape);

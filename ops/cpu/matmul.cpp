@@ -163,10 +163,6 @@ void matmul_typed(const StridedView& a, const StridedView& b, const StridedView&
 
 void matmul_forward(const StridedView& a, const StridedView& b, const StridedView& bias,
                     const StridedView& out) {
-    // lumen splits products over threads itself (gemm_split), so Eigen's own threading is
-    // switched off, process-wide, once. Inside a parallel region Eigen is serial anyway.
-    static const bool eigen_serial = (Eigen::setNbThreads(1), true);
-    (void)eigen_serial;
     dispatch_floating(out.dtype, "matmul", [&]<typename T>() { matmul_typed<T>(a, b, bias, out); });
 }
 

@@ -48,7 +48,6 @@ Outcome run_lumen(const std::vector<std::string>& args, const std::string& fault
             unsetenv("LUMEN_FAULT_INJECT");
         else
             setenv("LUMEN_FAULT_INJECT", fault.c_str(), 1);
-        setenv("OMP_WAIT_POLICY", "passive", 1);
         std::vector<char*> argv = {const_cast<char*>(LUMEN_CLI)};
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);

@@ -122,14 +122,9 @@ void require_conv_parity(const ConvCase& c, DType dtype, bool with_bias, bool st
     }
 }
 
-// Sets the CUDA convolution scratch limit and returns the previous one (through LUMEN_ON_CUDA,
-// so that a build without CUDA links; there it throws, and the cases return before).
-int64_t exchange_scratch_limit(int64_t bytes) {
-    int64_t previous = 0;
-    (void)bytes;
-    LUMEN_ON_CUDA("test", previous = cuda::set_conv_scratch_limit(bytes));
-    return previous;
-}
+// Sets the CUDA convolution scratch limit and returns the previous one (only called once a
+// case found a CUDA device, so the backend is linked).
+int64_t exchange_scratch_limit(int64_t bytes) { return cuda::set_conv_scratch_limit(bytes); }
 
 // Lowers the limit for one scope.
 struct ScratchLimit {

@@ -13,7 +13,7 @@ memory_mb=${4:-4096}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/lumen_hostile.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
+export LUMEN_NUM_THREADS=1
 
 cat >"$work/tiny.json" <<JSON
 {"name": "tiny", "seed": 1,

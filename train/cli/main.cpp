@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "conformance/check_vectors.h"
 #include "core/device.h"
@@ -65,14 +64,9 @@ int run_info(const std::vector<std::string>& args) {
         }
         LUMEN_FAIL("lumen", "unknown argument '", arg, "' for 'info'");
     }
-#ifdef _OPENMP
-    const char* openmp = "on";
-#else
-    const char* openmp = "off";
-#endif
     std::cout << "lumen " << kVersion << "\n"
-              << "build: CUDA " << (lumen::cuda_built() ? "on" : "off") << ", OpenMP " << openmp
-              << "\n"
+              << "build: CUDA backend " << (lumen::cuda_built() ? "linked" : "not linked")
+              << "; CPU code " << lumen::cpu_code_info() << "\n"
               << "CUDA devices: " << lumen::cuda_device_count() << "\n";
     for (int device = 0; device < lumen::cuda_device_count(); ++device) {
         lumen::cuda::MemoryStats stats = lumen::cuda::memory_stats(device);
@@ -83,7 +77,7 @@ int run_info(const std::vector<std::string>& args) {
     lumen::CpuMemoryStats cpu = lumen::cpu_memory_stats();
     std::cout << "CPU memory: " << cpu.allocated << " bytes allocated (peak " << cpu.peak_allocated
               << "), " << cpu.cached << " cached\n"
-              << "OpenMP threads: " << lumen::get_num_threads() << "\n";
+              << "CPU threads: " << lumen::get_num_threads() << "\n";
     return 0;
 }
 
@@ -138,20 +132,9 @@ int run(const std::vector<std::string>& args) {
     LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");
 }
 
-// OpenMP reads OMP_WAIT_POLICY once, when the runtime loads, before main. Its default lets idle
-// threads spin, which on a machine with other work (or with the data loader's worker thread)
-// made training steps several times slower; passive costs nothing measurable when the machine
-// is quiet. So when the variable is unset, lumen restarts itself once with it set to passive.
-void default_to_passive_openmp(char** argv) {
-    if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure: then run as is
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    default_to_passive_openmp(argv);
     try {
         return run(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const lumen::Error& e) {
