@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Embedding check: installs the lumen built in BUILD_DIR into a temporary prefix, then
-# configures, builds and runs examples/embed against it (find_package(lumen)). Run by ctest as
-# the test `embed`. Usage: bash scripts/test_embed.sh BUILD_DIR
+# configures, builds and runs examples/embed against it (find_package(lumen)), which also
+# builds examples/cnn_classifier.cpp and examples/unet.cpp. Run by ctest as the test `embed`.
+# Usage: bash scripts/test_embed.sh BUILD_DIR
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: bash scripts/test_embed.sh BUILD_DIR" >&2; exit 2; }
 build_dir=$(cd "$1" && pwd)
