@@ -15,6 +15,7 @@
 #include "nn/attention/vitpt_sima_attention.h"
 #include "nn/block.h"
 #include "nn/container.h"
+#include "nn/holder.h"
 #include "nn/conv.h"
 #include "nn/embed.h"
 #include "nn/init.h"

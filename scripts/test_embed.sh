@@ -3,7 +3,7 @@
 # and runs examples/embed against it, as a program outside the lumen tree would:
 #   1. with find_package(lumen), CPU-only, with the CUDA toolkit hidden from CMake: it must
 #      configure, link no CUDA library (ldd) and run; the program's own core/error.h must not
-#      shadow lumen's;
+#      shadow lumen's; examples/cnn_classifier.cpp and unet.cpp are built beside it;
 #   2. with pkg-config (lumen.pc);
 #   3. when the install has the CUDA backend: with find_package(lumen COMPONENTS cuda) and
 #      lumen::cuda, which must report the backend linked.
@@ -48,7 +48,7 @@ echo "pkg-config build: ok"
 if [ -e "$libdir/cmake/lumen/lumenCudaTargets.cmake" ]; then
     cmake -S "$embed" -B "$work/cuda" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
         -DEMBED_CUDA=ON >"$work/cuda.log" || { cat "$work/cuda.log"; exit 1; }
-    cmake --build "$work/cuda" --parallel "${JOBS:-2}"
+    cmake --build "$work/cuda" --parallel "${JOBS:-2}" --target app
     "$work/cuda/app" >"$work/cuda.out" || { cat "$work/cuda.out"; fail "the CUDA-linked program failed"; }
     grep -q "CUDA backend: linked" "$work/cuda.out" || fail "lumen::cuda did not link the backend"
     echo "CUDA component build: ok (backend linked)"

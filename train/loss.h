@@ -1,9 +1,9 @@
 // Training losses built from ops (autograd flows through them): UTNet's loss, its "Dice" being a
 // Tversky index with an adaptive alpha, plus class-weighted cross-entropy, and deep-supervision
-// weighting (spec sfree_utnet §5.1-5.2, official yhygao/UTNet losses.py / train_deep.py). The
-// plain Dice and the other segmentation losses are in loss_seg.h; the pointwise losses
-// (cross_entropy, bce, mse, ...) are ops in ops/loss.h. A Loss object wraps any of them so that
-// a trainer can hold "the loss" built from a config.
+// weighting (spec sfree_utnet §5.1-5.2, official yhygao/UTNet losses.py / train_deep.py). Every
+// loss is lumen::train::<name>: the pointwise ones are ops with their own kernels and are
+// brought in here by name (below); a Loss object wraps any of them so that a trainer can hold
+// "the loss" built from a config.
 #pragma once
 
 #include <memory>
@@ -11,8 +11,28 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/loss.h"
 
 namespace lumen::train {
+
+// Every loss is lumen::train::<name>; where each one is implemented:
+//   ops/loss.h (kernels, torch.nn.functional's names and arguments): cross_entropy, nll_loss,
+//     binary_cross_entropy, binary_cross_entropy_with_logits, mse_loss, l1_loss,
+//     smooth_l1_loss, huber_loss, charbonnier_loss (also lumen::<name>);
+//   train/loss.h: adaptive_tversky_loss / AdaptiveTverskyLoss, utnet_loss / UTNetLoss,
+//     deep_supervision_loss;
+//   train/loss_seg.h: dice_loss / DiceLoss, soft_dice_loss / SoftDiceLoss, soft_dice_ce_loss /
+//     SoftDiceCELoss, boundary_dou_loss / BoundaryDoULoss;
+//   train/loss_enhance.h: gaussian_deriv3d_loss, combined_enhance_loss / CombinedEnhanceLoss.
+using lumen::binary_cross_entropy;
+using lumen::binary_cross_entropy_with_logits;
+using lumen::charbonnier_loss;
+using lumen::cross_entropy;
+using lumen::huber_loss;
+using lumen::l1_loss;
+using lumen::mse_loss;
+using lumen::nll_loss;
+using lumen::smooth_l1_loss;
 
 // Shapes used below: input = logits (B, C, *spatial); target = class indices, int64,
 // (B, 1, *spatial) (UTNet's layout) or (B, *spatial), values in [0, C).
