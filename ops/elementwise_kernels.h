@@ -1,5 +1,6 @@
 // Internal: the elementwise kernel signatures. One op enum per arity; a kernel switches on the
-// op once, outside its loops. Views may broadcast (stride 0) and be strided.
+// op once, outside its loops. Views may broadcast (stride 0) and be strided. The per-element
+// formulas of both backends are in ops/elementwise_math.h.
 #pragma once
 
 #include <limits>
@@ -27,12 +28,6 @@ struct UnaryParams {
 
 enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge,
                       logical_and, logical_or };
-
-// GELU constants shared by the CPU and CUDA kernels.
-constexpr double kSqrt1_2 = 0.70710678118654752440;      // 1 / sqrt(2)
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
-constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
-constexpr double kGeluTanhCubic = 0.044715;
 
 // A clamp bound as T, saturated so that an absent (infinite) bound is safe for integers.
 template <typename T>

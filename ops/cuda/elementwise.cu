@@ -12,9 +12,12 @@
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/elementwise_math.h"
 
 namespace lumen::cuda {
 namespace {
+
+namespace em = elementwise_math;
 
 // dispatch_numeric plus the half types (computed in float).
 template <typename F>
@@ -58,93 +61,23 @@ __device__ __forceinline__ int64_t first_index() {
 }
 __device__ __forceinline__ int64_t grid_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
-// v < 0 without a pointless comparison for unsigned types.
-template <typename T>
-__device__ bool negative(T v) {
-    if constexpr (std::is_unsigned_v<T>)
-        return false;
-    else
-        return v < T(0);
-}
-
-template <typename T>
-__device__ T sigmoid_of(T v) {
-    return T(1) / (T(1) + exp(-v));
-}
-
+// The formulas of ops/elementwise_math.h with the CUDA math library, for the runtime op.
 template <typename T>
 __device__ T unary_value(UnaryOp op, T v, T a, T b) {
-    switch (op) {
-        case UnaryOp::neg: return T(-v);
-        case UnaryOp::abs: return negative(v) ? T(-v) : v;
-        case UnaryOp::sign: return T((v > T(0)) - negative(v));
-        case UnaryOp::square: return T(v * v);
-        case UnaryOp::relu: return negative(v) ? T(0) : v;  // NaN and -0 pass through
-        case UnaryOp::clamp:
-        case UnaryOp::hardtanh: return v < a ? a : (v > b ? b : v);  // NaN propagates
-        default: break;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-        switch (op) {
-            case UnaryOp::exp: return exp(v);
-            case UnaryOp::log: return log(v);
-            case UnaryOp::sqrt: return sqrt(v);
-            case UnaryOp::rsqrt: return T(1) / sqrt(v);
-            case UnaryOp::sin: return sin(v);
-            case UnaryOp::cos: return cos(v);
-            case UnaryOp::tanh: return tanh(v);
-            case UnaryOp::sigmoid: return sigmoid_of(v);
-            case UnaryOp::gelu: return T(0.5) * v * (T(1) + erf(v * T(kSqrt1_2)));
-            case UnaryOp::gelu_tanh:
-                return T(0.5) * v *
-                       (T(1) + tanh(T(kSqrt2OverPi) * (v + T(kGeluTanhCubic) * v * v * v)));
-            case UnaryOp::silu: return v * sigmoid_of(v);
-            case UnaryOp::elu: return v > 0 ? v : a * expm1(v);
-            case UnaryOp::softplus: return v * a > b ? v : log1p(exp(v * a)) / a;
-            case UnaryOp::pow_scalar: return pow(v, a);
-            case UnaryOp::leaky_relu: return v > 0 ? v : T(v * a);
-            default: break;
-        }
-    }
-    return v;  // unreachable: the host checked the op against the dtype
+    T result = v;  // unreachable ops keep v: the host checked the op against the dtype
+    em::visit_unary(op, [&]<UnaryOp O>() {
+        result = em::unary_value<O, em::LibraryMath>(v, a, b);
+    });
+    return result;
 }
 
 template <typename T>
 __device__ T unary_derivative(UnaryOp op, T go, T s, T a, T b) {
-    switch (op) {
-        case UnaryOp::abs: return go * T((s > 0) - (s < 0));
-        case UnaryOp::exp: return go * s;
-        case UnaryOp::log: return go / s;
-        case UnaryOp::sqrt: return go / (T(2) * s);
-        case UnaryOp::rsqrt: return T(-0.5) * go * s * s * s;
-        case UnaryOp::square: return T(2) * go * s;
-        case UnaryOp::sin: return go * cos(s);
-        case UnaryOp::cos: return -go * sin(s);
-        case UnaryOp::tanh: return go * (T(1) - s * s);
-        case UnaryOp::sigmoid: return go * s * (T(1) - s);
-        case UnaryOp::relu: return s <= 0 ? T(0) : go;  // s is the output
-        case UnaryOp::gelu: {
-            T cdf = T(0.5) * (T(1) + erf(s * T(kSqrt1_2)));
-            T pdf = T(kInvSqrt2Pi) * exp(T(-0.5) * s * s);
-            return go * (cdf + s * pdf);
-        }
-        case UnaryOp::gelu_tanh: {
-            T t = tanh(T(kSqrt2OverPi) * (s + T(kGeluTanhCubic) * s * s * s));
-            T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluTanhCubic) * s * s);
-            return go * (T(0.5) * (T(1) + t) + T(0.5) * s * (T(1) - t * t) * du);
-        }
-        case UnaryOp::silu: {
-            T sg = sigmoid_of(s);
-            return go * sg * (T(1) + s * (T(1) - sg));
-        }
-        case UnaryOp::elu: return s > 0 ? go : go * a * exp(s);
-        case UnaryOp::softplus: return s * a > b ? go : go * sigmoid_of(s * a);
-        case UnaryOp::clamp: return s >= a && s <= b ? go : T(0);
-        case UnaryOp::leaky_relu: return s > 0 ? go : T(go * a);
-        case UnaryOp::hardtanh: return s > a && s < b ? go : T(0);
-        case UnaryOp::pow_scalar: return a == T(0) ? T(0) : go * a * pow(s, a - T(1));
-        default: return T(0);  // unreachable: the host checked the op
-    }
+    T result = T(0);
+    em::visit_unary(op, [&]<UnaryOp O>() {
+        if constexpr (em::has_backward(O)) result = em::unary_grad<O, em::LibraryMath>(go, s, a, b);
+    });
+    return result;
 }
 
 template <typename T>
@@ -178,7 +111,7 @@ __global__ void logical_not_kernel(StridedView x, StridedView y, int64_t n) {
     const T* in = static_cast<const T*>(x.data);
     bool* out = static_cast<bool*>(y.data);
     for (int64_t i = first_index(); i < n; i += grid_stride())
-        out[strided_offset(y, i)] = to_acc(in[strided_offset(x, i)]) == acc_t<T>(0);
+        out[strided_offset(y, i)] = em::is_zero(to_acc(in[strided_offset(x, i)]));
 }
 
 // All three buffers dense (and 16-byte aligned when V > 1).
@@ -201,35 +134,20 @@ __global__ void unary_backward_kernel(UnaryOp op, acc_t<T> a, acc_t<T> b, const 
 
 template <typename T>
 __device__ T binary_value(BinaryOp op, T x, T y) {
-    switch (op) {
-        case BinaryOp::add: return T(x + y);
-        case BinaryOp::sub: return T(x - y);
-        case BinaryOp::mul: return T(x * y);
-        case BinaryOp::div: return T(x / y);
-        case BinaryOp::pow:
-            if constexpr (std::is_floating_point_v<T>)
-                return pow(x, y);
-            else
-                return T(pow(double(x), double(y)));
-        case BinaryOp::maximum: return x != x ? x : (y != y ? y : (x > y ? x : y));
-        case BinaryOp::minimum: return x != x ? x : (y != y ? y : (x < y ? x : y));
-        default: return T(0);
-    }
+    T result = T(0);
+    em::visit_binary(op, [&]<BinaryOp O>() {
+        if constexpr (!em::bool_result(O)) result = em::binary_value<O, em::LibraryMath>(x, y);
+    });
+    return result;
 }
 
 template <typename T>
 __device__ bool compare_value(BinaryOp op, T x, T y) {
-    switch (op) {
-        case BinaryOp::eq: return x == y;
-        case BinaryOp::ne: return x != y;
-        case BinaryOp::lt: return x < y;
-        case BinaryOp::le: return x <= y;
-        case BinaryOp::gt: return x > y;
-        case BinaryOp::ge: return x >= y;
-        case BinaryOp::logical_and: return x != T(0) && y != T(0);
-        case BinaryOp::logical_or: return x != T(0) || y != T(0);
-        default: return false;
-    }
+    bool result = false;
+    em::visit_binary(op, [&]<BinaryOp O>() {
+        if constexpr (em::bool_result(O)) result = em::binary_value<O, em::LibraryMath>(x, y);
+    });
+    return result;
 }
 
 // Operand accesses: a, b, out.
@@ -291,19 +209,6 @@ __global__ void where_kernel(StridedView c, StridedView a, StridedView b, Stride
             cond[strided_offset(c, i)] ? x[strided_offset(a, i)] : y[strided_offset(b, i)];
 }
 
-bool integer_capable(UnaryOp op) {
-    switch (op) {
-        case UnaryOp::neg:
-        case UnaryOp::abs:
-        case UnaryOp::sign:
-        case UnaryOp::square:
-        case UnaryOp::relu:
-        case UnaryOp::clamp:
-        case UnaryOp::hardtanh: return true;
-        default: return false;
-    }
-}
-
 }  // namespace
 
 void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x,
@@ -320,7 +225,7 @@ void unary_forward(UnaryOp op, const UnaryParams& params, const StridedView& x,
     dispatch_numeric_half(x.dtype, "elementwise", [&]<typename T>() {
         using A = acc_t<T>;
         if constexpr (!std::is_floating_point_v<A>) {
-            LUMEN_CHECK(integer_capable(op), "elementwise", "unary op ", int(op),
+            LUMEN_CHECK(em::integer_capable(op), "elementwise", "unary op ", int(op),
                         " is not defined for integer dtype ", dtype_name(x.dtype));
         }
         A a = clamp_bound<A>(params.a), b = clamp_bound<A>(params.b);
@@ -363,8 +268,7 @@ void binary_forward(BinaryOp op, const StridedView& a, const StridedView& b,
     int64_t n = out.numel();
     if (n == 0) return;
     BinaryAccess access{access_of(a), access_of(b), access_of(out)};
-    bool logical = op >= BinaryOp::eq;
-    if (logical) {
+    if (em::bool_result(op)) {
         dispatch_all(a.dtype, "elementwise", [&]<typename T>() {
             binary_kernel<bool, T><<<grid_for(n), 256>>>(op, a, b, out, n, access);
         });
