@@ -47,8 +47,8 @@ const std::vector<Variant> kVariants = {
 // "pvt_sra_li" is the linear variant (7 x 7 adaptive pooling).
 int64_t pvt_sr_ratio(int64_t side) { return side % 7 == 0 ? side / 7 : side / 8; }
 
-nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
-    nn::AttentionConfig config;
+nn::attention::AttentionConfig config_for(const std::string& type, int64_t tokens) {
+    nn::attention::AttentionConfig config;
     config.type = type;
     config.dim = kDim;
     config.num_heads = kHeads;
@@ -72,8 +72,8 @@ nn::AttentionConfig config_for(const std::string& type, int64_t tokens) {
     return config;
 }
 
-nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
-    nn::AttentionContext context;
+nn::attention::AttentionContext context_for(const std::string& type, int64_t tokens) {
+    nn::attention::AttentionContext context;
     if (type == "utnet" || type == "pvt_sra" || type == "pvt_sra_li" || type == "gdla" ||
         type == "swin_window") {
         int64_t side = int64_t(std::lround(std::sqrt(double(tokens))));
@@ -85,8 +85,8 @@ nn::AttentionContext context_for(const std::string& type, int64_t tokens) {
 // One forward + backward with a fixed upstream gradient; parameter gradients are cleared
 // first, as a training step would.
 struct Workload {
-    std::shared_ptr<nn::Attention> attention;
-    nn::AttentionContext context;
+    std::shared_ptr<nn::attention::Attention> attention;
+    nn::attention::AttentionContext context;
     Tensor x, grad;
     void run() const {
         attention->zero_grad();
@@ -97,7 +97,7 @@ struct Workload {
 
 Workload make_workload(const std::string& type, int64_t tokens, Device device) {
     Generator generator(1);
-    Workload w{nn::make_attention(config_for(type, tokens)), context_for(type, tokens),
+    Workload w{nn::attention::make_attention(config_for(type, tokens)), context_for(type, tokens),
                randn({1, tokens, kDim}, DType::float32, &generator).to(device).requires_grad_(),
                randn({1, tokens, kDim}, DType::float32, &generator).to(device)};
     w.attention->to(device);

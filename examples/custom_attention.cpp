@@ -12,16 +12,16 @@
 using namespace lumen;
 
 // Shapes: x (B, N, C) -> (B, N, C); nh heads of width Hd = C / nh.
-class CosineAttention : public nn::Attention {
+class CosineAttention : public nn::attention::Attention {
   public:
     CosineAttention(int64_t dim, int64_t num_heads)
-        : nn::Attention("CosineAttention"), heads_(num_heads) {
+        : nn::attention::Attention("CosineAttention"), heads_(num_heads) {
         qkv = register_module("qkv", nn::make<nn::Linear>(dim, 3 * dim));
         proj = register_module("proj", nn::make<nn::Linear>(dim, dim));
         logit_scale = register_parameter("logit_scale", full({num_heads, 1, 1}, std::log(10.0)));
     }
-    using nn::Attention::forward;  // keep forward(x) visible beside the override below
-    Tensor forward(const Tensor& x, const nn::AttentionContext&) override {
+    using nn::attention::Attention::forward;  // keep forward(x) visible beside the override below
+    Tensor forward(const Tensor& x, const nn::attention::AttentionContext&) override {
         int64_t B = x.size(0), N = x.size(1), C = x.size(2), Hd = C / heads_;
         // (B, N, 3C) -> (3, B, nh, N, Hd)
         Tensor qkv_heads = qkv->forward(x).view({B, N, 3, heads_, Hd}).permute({2, 0, 3, 1, 4});
@@ -39,9 +39,10 @@ class CosineAttention : public nn::Attention {
 };
 
 // The name models use in their config to pick it.
-const nn::AttentionRegistration kCosine("cosine", [](const nn::AttentionConfig& config) {
-    return std::make_shared<CosineAttention>(config.dim, config.num_heads);
-});
+const nn::attention::AttentionRegistration kCosine(
+    "cosine", [](const nn::attention::AttentionConfig& config) {
+        return std::make_shared<CosineAttention>(config.dim, config.num_heads);
+    });
 
 int main() {
     manual_seed(0);

@@ -146,7 +146,7 @@ ModelEntry vit_entry() {
     std::vector<nn::OptionSpec> options = vit_common_options();
     options.push_back({"mlp_ratio", 4.0, "GELU MLP hidden width / D", {}, nn::Range::above(0)});
     options.push_back({"attn_type", std::string("mhsa"), "a registered attention variant",
-                       nn::attention_names()});
+                       nn::attention::attention_names()});
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         ViTConfig config = sized(vit_config(), o);
         config.block.mlp_ratio = o.get_double("mlp_ratio");

@@ -30,7 +30,8 @@ class Patchify : public nn::Module {
 // inner nn.ModuleList.
 class TransformerLayer : public nn::Module {
   public:
-    TransformerLayer(std::shared_ptr<nn::Attention> attention, std::shared_ptr<FeedForward> ff)
+    TransformerLayer(std::shared_ptr<nn::attention::Attention> attention,
+                     std::shared_ptr<FeedForward> ff)
         : Module("ModuleList") {
         register_module("0", std::move(attention));
         register_module("1", std::move(ff));
@@ -62,7 +63,7 @@ SfreeTransformer::SfreeTransformer(const SfreeViTConfig& c) : Module("Transforme
     norm = register_module("norm", nn::make<nn::LayerNorm>(Shape{c.dim}, 1e-5));
     auto list = nn::make<nn::ModuleList<nn::Module>>();
     layers = register_module("layers", list);
-    nn::AttentionConfig ac;
+    nn::attention::AttentionConfig ac;
     ac.type = attention_name(c.attn);
     ac.dim = c.dim;
     ac.num_heads = c.heads;
@@ -75,7 +76,7 @@ SfreeTransformer::SfreeTransformer(const SfreeViTConfig& c) : Module("Transforme
     if (c.attn == "seqnorm") ac.options = {{"eps", c.seqnorm_eps}};
     for (int64_t l = 0; l < c.depth; ++l) {
         ac.layer_index = l;
-        attentions.push_back(nn::make_attention(ac));
+        attentions.push_back(nn::attention::make_attention(ac));
         feed_forwards.push_back(nn::make<FeedForward>(c.dim, c.mlp_dim, c.dropout));
         list->push_back(nn::make<TransformerLayer>(attentions.back(), feed_forwards.back()));
     }

@@ -71,7 +71,7 @@ class SfreeTransformer : public nn::Module {
     Tensor forward(const Tensor& x) override;
     std::shared_ptr<nn::LayerNorm> norm;
     std::shared_ptr<nn::Module> layers;  // layers.l.0 attention, layers.l.1 FeedForward
-    std::vector<std::shared_ptr<nn::Attention>> attentions;
+    std::vector<std::shared_ptr<nn::attention::Attention>> attentions;
     std::vector<std::shared_ptr<FeedForward>> feed_forwards;
 };
 

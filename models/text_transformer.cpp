@@ -83,7 +83,8 @@ void TextTransformer::check_tokens(const Tensor& tokens) const {
 Tensor TextTransformer::forward_features(const Tensor& tokens) {
     check_tokens(tokens);
     int64_t n = tokens.size(1);
-    nn::AttentionContext context{.key_padding_mask = eq(tokens, double(config_.pad_idx))};
+    nn::attention::AttentionContext context{.key_padding_mask =
+                                                eq(tokens, double(config_.pad_idx))};
     Tensor x = tok_embed->forward(tokens);
     if (config_.embed_scale) x = mul(x, std::sqrt(double(config_.embed_dim)));
     x = emb_drop->forward(add(x, position_table.narrow(0, 0, n)));

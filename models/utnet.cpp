@@ -8,7 +8,7 @@ namespace lumen::models {
 
 namespace {
 
-using nn::utnet::LinearAttentionOptions;
+using nn::attention::LinearAttentionOptions;
 
 bool has_level(const UTNetConfig& config, int64_t level) {
     return config.block_list.find(char('0' + level)) != std::string::npos;

@@ -65,7 +65,7 @@ void ViTConfig::validate() const {
                     "' needs pool 'mean' (", reason, "), got pool '", pool, "'");
 }
 
-std::vector<std::string> vit_attention_types() { return nn::attention_names(); }
+std::vector<std::string> vit_attention_types() { return nn::attention::attention_names(); }
 
 const std::vector<std::string>& vit_mean_pool_attention() {
     static const std::vector<std::string> names = [] {
@@ -141,8 +141,8 @@ Tensor ViT::forward_features(const Tensor& img) {
                 config_.name, "expects img (B, ", config_.in_chans, ", ", size[0], ", ", size[1],
                 "), got shape ", img.shape());
     const bool cls = cls_token.defined();
-    nn::AttentionContext context{.grid = patch_embed->grid_size(img.shape()),
-                                 .prefix_tokens = cls ? 1 : 0};
+    nn::attention::AttentionContext context{.grid = patch_embed->grid_size(img.shape()),
+                                            .prefix_tokens = cls ? 1 : 0};
     Tensor x = patch_embed->forward(img);
     if (cls) x = nn::prepend_token(x, cls_token);
     x = pos_drop->forward(add(x, pos_embed));

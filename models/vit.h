@@ -39,8 +39,8 @@ struct ViTConfig {
 };
 
 // The attention variants (block.attn_type) a ViT takes: every registered one
-// (nn::attention_names(), variants registered at run time included), with pool "mean" for
-// those of vit_mean_pool_attention(). pvt_sra takes the class token itself (its prefix tokens
+// (nn::attention::attention_names(), variants registered at run time included), with pool "mean"
+// for those of vit_mean_pool_attention(). pvt_sra takes the class token itself (its prefix tokens
 // join the reduced keys unpooled).
 std::vector<std::string> vit_attention_types();
 

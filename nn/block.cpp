@@ -51,22 +51,22 @@ Block::Block(int64_t dim_, int64_t num_heads_, int64_t layer_index_, const Block
                 "dim and num_heads must be positive and layer_index >= 0, got dim ", dim,
                 ", num_heads ", num_heads, ", layer_index ", layer_index);
     norm1 = register_module("norm1", make_norm(options.norm_type, dim, options.norm_eps, "Block"));
-    AttentionConfig config{.type = options.attn_type,
-                           .dim = dim,
-                           .num_heads = num_heads,
-                           .qkv_bias = options.qkv_bias,
-                           .attn_drop = options.attn_drop,
-                           .proj_drop = options.drop,
-                           .layer_index = layer_index,
-                           .options = options.attn_options};
-    attn = register_module("attn", make_attention(config));
+    attention::AttentionConfig config{.type = options.attn_type,
+                                      .dim = dim,
+                                      .num_heads = num_heads,
+                                      .qkv_bias = options.qkv_bias,
+                                      .attn_drop = options.attn_drop,
+                                      .proj_drop = options.drop,
+                                      .layer_index = layer_index,
+                                      .options = options.attn_options};
+    attn = register_module("attn", attention::make_attention(config));
     drop_path1 = register_module("drop_path1", make<DropPath>(options.drop_path));
     norm2 = register_module("norm2", make_norm(options.norm_type, dim, options.norm_eps, "Block"));
     mlp = register_module("mlp", make_ffn(dim, options));
     drop_path2 = register_module("drop_path2", make<DropPath>(options.drop_path));
 }
 
-Tensor Block::forward(const Tensor& x, const AttentionContext& context) {
+Tensor Block::forward(const Tensor& x, const attention::AttentionContext& context) {
     LUMEN_CHECK(x.ndim() == 3 && x.size(2) == dim, "Block", "expects x (B, N, ", dim,
                 "), got shape ", x.shape());
     Tensor h = add(x, drop_path1->forward(attn->forward(norm1->forward(x), context)));

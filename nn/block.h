@@ -44,12 +44,12 @@ class Block : public Module {
   public:
     Block(int64_t dim, int64_t num_heads, int64_t layer_index = 0,
           const BlockOptions& options = {});
-    Tensor forward(const Tensor& x, const AttentionContext& context);
-    Tensor forward(const Tensor& x) override { return forward(x, AttentionContext{}); }
+    Tensor forward(const Tensor& x, const attention::AttentionContext& context);
+    Tensor forward(const Tensor& x) override { return forward(x, attention::AttentionContext{}); }
     std::string extra_repr() const override;
 
     std::shared_ptr<Module> norm1, norm2, mlp;
-    std::shared_ptr<Attention> attn;
+    std::shared_ptr<attention::Attention> attn;
     std::shared_ptr<DropPath> drop_path1, drop_path2;
     int64_t dim, num_heads, layer_index;
     BlockOptions options;

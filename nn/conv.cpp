@@ -1,5 +1,5 @@
 // Conv and ConvTranspose modules: parameter shapes, PyTorch's default init, dispatch to the
-// conv ops by dimensionality.
+// conv ops by dimensionality; DepthwiseSeparableConv composed of two Conv2d.
 #include "nn/conv.h"
 
 #include "nn/init.h"
@@ -77,6 +77,19 @@ std::string Conv::extra_repr() const {
     if (options.groups != 1) out += ", groups=" + std::to_string(options.groups);
     if (!options.bias) out += ", bias=False";
     return out;
+}
+
+DepthwiseSeparableConv::DepthwiseSeparableConv(int64_t in_ch, int64_t out_ch)
+    : Module("DepthwiseSeparableConv") {
+    depthwise = register_module(
+        "depthwise", make<Conv2d>(in_ch, in_ch, std::vector<int64_t>{3},
+                                  ConvOptions{.padding = {1}, .groups = in_ch, .bias = false}));
+    pointwise = register_module("pointwise", make<Conv2d>(in_ch, out_ch, std::vector<int64_t>{1},
+                                                          ConvOptions{.bias = false}));
+}
+
+Tensor DepthwiseSeparableConv::forward(const Tensor& x) {
+    return pointwise->forward(depthwise->forward(x));
 }
 
 }  // namespace lumen::nn

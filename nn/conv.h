@@ -1,9 +1,11 @@
 // Convolution layers (PyTorch's nn.Conv1d/2d/3d and nn.ConvTranspose2d/3d): parameters
 // `weight` and `bias` with PyTorch's shapes and default initialisation; the math is in
-// ops/conv.h. Options use designated initializers:
+// ops/conv.h. Also DepthwiseSeparableConv (a depthwise 3x3 then a pointwise 1x1). Options use
+// designated initializers:
 //   nn::Conv2d conv(3, 64, {3}, {.stride = {2}, .padding = {1}, .bias = false});
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,17 @@ struct ConvTranspose2d : Conv {
 struct ConvTranspose3d : Conv {
     ConvTranspose3d(int64_t in, int64_t out, IntList kernel, ConvOptions o = {})
         : Conv("ConvTranspose3d", 3, true, in, out, kernel.values, std::move(o)) {}
+};
+
+// y = pointwise(depthwise(x)): a 3x3 depthwise conv (pad 1, groups = in, no bias) then a 1x1
+// conv (no bias). Shapes: x (B, in, H, W) -> (B, out, H, W); depthwise.weight (in, 1, 3, 3),
+// pointwise.weight (out, in, 1, 1). Throws [Conv2d] for a wrong channel count.
+// (MobileNet's separable conv; UTNet's attention projects with it.)
+class DepthwiseSeparableConv : public Module {
+  public:
+    DepthwiseSeparableConv(int64_t in_ch, int64_t out_ch);
+    Tensor forward(const Tensor& x) override;
+    std::shared_ptr<Conv2d> depthwise, pointwise;
 };
 
 }  // namespace lumen::nn

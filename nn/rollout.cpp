@@ -66,9 +66,11 @@ namespace {
 
 // The store_attn flag and last_attn map of `module` if it is one of the spec-diff attentions.
 std::pair<bool*, Tensor*> attention_slot(Module* module) {
-    if (auto* m = dynamic_cast<MHSA*>(module)) return {&m->store_attn, &m->last_attn};
-    if (auto* m = dynamic_cast<MultiheadDiffAttn*>(module)) return {&m->store_attn, &m->last_attn};
-    if (auto* m = dynamic_cast<MultiheadDGSA*>(module)) return {&m->store_attn, &m->last_attn};
+    if (auto* m = dynamic_cast<attention::MHSA*>(module)) return {&m->store_attn, &m->last_attn};
+    if (auto* m = dynamic_cast<attention::MultiheadDiffAttn*>(module))
+        return {&m->store_attn, &m->last_attn};
+    if (auto* m = dynamic_cast<attention::MultiheadDGSA*>(module))
+        return {&m->store_attn, &m->last_attn};
     return {nullptr, nullptr};
 }
 

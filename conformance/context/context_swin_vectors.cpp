@@ -7,7 +7,7 @@
 #include "conformance/module_vectors.h"
 #include "conformance/registry_vectors.h"
 #include "models/context_swin.h"
-#include "nn/swin/window.h"
+#include "nn/attention/window.h"
 
 namespace lumen::cli {
 
@@ -57,30 +57,30 @@ const VectorAdapterRegistration kPatchEmbed("context.PatchEmbed", [](VectorCall&
 });
 
 const VectorAdapterRegistration kComputeMask("context.compute_mask", [](VectorCall& call) {
-    return TensorMap{{"mask", nn::swin::compute_mask(call.config.get_ints("dims", {}),
-                                                     call.config.get_ints("window_size", {}),
-                                                     call.config.get_ints("shift_size", {}),
-                                                     DType::float32, call.device)}};
+    return TensorMap{{"mask", nn::attention::compute_mask(call.config.get_ints("dims", {}),
+                                                          call.config.get_ints("window_size", {}),
+                                                          call.config.get_ints("shift_size", {}),
+                                                          DType::float32, call.device)}};
 });
 
 const VectorAdapterRegistration kRelativePositionIndex(
     "context.relative_position_index", [](VectorCall& call) {
-        return TensorMap{
-            {"index", nn::swin::relative_position_index(call.config.get_ints("window_size", {}))}};
+        return TensorMap{{"index", nn::attention::relative_position_index(
+                                       call.config.get_ints("window_size", {}))}};
     });
 
 const VectorAdapterRegistration kWindowAttention("context.WindowAttention", [](VectorCall& call) {
     std::vector<int64_t> window = call.config.get_ints("window_size", {});
-    nn::swin::WindowAttention attention(call.config.get_int("dim"),
-                                        call.config.get_int("num_heads"), window,
-                                        call.config.get_bool("qkv_bias", true));
+    nn::attention::WindowAttention attention(call.config.get_int("dim"),
+                                             call.config.get_int("num_heads"), window,
+                                             call.config.get_bool("qkv_bias", true));
     bind_module(call, attention);
     // The mask the vector was made with: compute_mask(mask_dims, window, mask_shift).
     std::vector<int64_t> dims = call.config.get_ints("mask_dims", {});
     Tensor mask;
     if (!dims.empty())
-        mask = nn::swin::compute_mask(dims, window, call.config.get_ints("mask_shift", {}),
-                                      DType::float32, call.device);
+        mask = nn::attention::compute_mask(dims, window, call.config.get_ints("mask_shift", {}),
+                                           DType::float32, call.device);
     return TensorMap{{"y", attention.forward_windows(call.input("x"), mask)}};
 });
 
@@ -95,8 +95,8 @@ const VectorAdapterRegistration kSwinBlock("context.SwinTransformerBlock", [](Ve
     const Tensor& x = call.input("x");
     std::vector<int64_t> spatial = spatial_of(x, 1, int64_t(window.size())), half;
     for (int64_t w : window) half.push_back(w / 2);
-    nn::swin::MaskCache masks;
-    Tensor mask = masks.get(spatial, nn::swin::get_window_size(spatial, window, half),
+    nn::attention::MaskCache masks;
+    Tensor mask = masks.get(spatial, nn::attention::get_window_size(spatial, window, half),
                             DType::float32, call.device);
     return TensorMap{{"y", block.forward(x, mask)}};
 });

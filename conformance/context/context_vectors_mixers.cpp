@@ -19,26 +19,27 @@ namespace {
 
 const VectorAdapterRegistration kHyenaFilter("context.HyenaFilter", [](VectorCall& call) {
     VectorConfig& c = call.config;
-    nn::HyenaFilter filter(c.get_int("d"), c.get_int("order", 64), c.get_int("l_max", 1024),
-                           c.get_int("emb_dim", 3), c.get_int("num_inner_mlps", 2),
-                           c.get_double("w", 1.0));
+    nn::attention::HyenaFilter filter(c.get_int("d"), c.get_int("order", 64),
+                                      c.get_int("l_max", 1024), c.get_int("emb_dim", 3),
+                                      c.get_int("num_inner_mlps", 2), c.get_double("w", 1.0));
     bind_module(call, filter);
     return TensorMap{{"y", filter.forward(c.get_int("L"))}};
 });
 
 const VectorAdapterRegistration kHyenaOperator("context.HyenaOperator", [](VectorCall& call) {
     VectorConfig& c = call.config;
-    nn::HyenaOperator hyena(c.get_int("d_model"), c.get_int("l_max", 66000),
-                            c.get_int("filter_order", 64), c.get_int("num_heads", 1),
-                            c.get_int("short_filter_order", 5));
+    nn::attention::HyenaOperator hyena(c.get_int("d_model"), c.get_int("l_max", 66000),
+                                       c.get_int("filter_order", 64), c.get_int("num_heads", 1),
+                                       c.get_int("short_filter_order", 5));
     bind_module(call, hyena);
     return TensorMap{{"y", hyena.forward(call.input("x"))}};
 });
 
 const VectorAdapterRegistration kMambaVisionMixer("context.MambaVisionMixer", [](VectorCall& call) {
     VectorConfig& c = call.config;
-    nn::MambaVisionMixer mixer(c.get_int("d_model"), c.get_int("d_state", 8),
-                               c.get_int("d_conv", 3), c.get_int("expand", 1), context_dt_rank(c));
+    nn::attention::MambaVisionMixer mixer(c.get_int("d_model"), c.get_int("d_state", 8),
+                                          c.get_int("d_conv", 3), c.get_int("expand", 1),
+                                          context_dt_rank(c));
     bind_module(call, mixer);
     return TensorMap{{"y", mixer.forward(call.input("x"))}};
 });
@@ -47,7 +48,8 @@ const VectorAdapterRegistration kMambaVisionBlock("context.MambaVisionBlock", []
     VectorConfig& c = call.config;
     std::optional<double> layer_scale;
     if (!c.get("layer_scale").is_null()) layer_scale = c.get_double("layer_scale", 0.0);
-    nn::MambaVisionBlock block(c.get_int("dim"), c.get_double("mlp_ratio", 4.0), layer_scale);
+    nn::attention::MambaVisionBlock block(c.get_int("dim"), c.get_double("mlp_ratio", 4.0),
+                                          layer_scale);
     bind_module(call, block);
     return TensorMap{{"y", block.forward(call.input("x"))}};
 });

@@ -27,7 +27,8 @@ double attn_option(const nn::BlockOptions& block, const std::string& name, doubl
 template <typename M>
 TensorMap run_tokens(VectorCall& call, M& module) {
     bind_module(call, module);
-    nn::AttentionContext context{.key_padding_mask = call.optional_input("key_padding_mask")};
+    nn::attention::AttentionContext context{.key_padding_mask =
+                                                call.optional_input("key_padding_mask")};
     return {{"y", module.forward(call.input("x"), context)}};
 }
 
@@ -42,32 +43,34 @@ void check_head_dim(VectorCall& call, int64_t head_dim) {
 }
 
 const VectorAdapterRegistration kAttention("Attention", [](VectorCall& call) {
-    nn::MHSA attention(call.config.get_int("dim"), call.config.get_int("num_heads"), -1,
-                       call.config.get_bool("qkv_bias", true));
+    nn::attention::MHSA attention(call.config.get_int("dim"), call.config.get_int("num_heads"), -1,
+                                  call.config.get_bool("qkv_bias", true));
     return run_tokens(call, attention);
 });
 
 const VectorAdapterRegistration kDiffAttn("MultiheadDiffAttn", [](VectorCall& call) {
-    nn::DiffAttnOptions options{.layer_index = call.config.get_int("layer_index", 0),
-                                .causal = call.config.get_bool("causal", false),
-                                .rope = call.config.get_bool("rope", false),
-                                .rope_base = call.config.get_double("rope_base", 10000.0),
-                                .subln_eps = call.config.get_double("subln_eps", 1e-5)};
-    nn::MultiheadDiffAttn attention(call.config.get_int("embed_dim"),
-                                    call.config.get_int("num_heads"), options);
+    nn::attention::DiffAttnOptions options{
+        .layer_index = call.config.get_int("layer_index", 0),
+        .causal = call.config.get_bool("causal", false),
+        .rope = call.config.get_bool("rope", false),
+        .rope_base = call.config.get_double("rope_base", 10000.0),
+        .subln_eps = call.config.get_double("subln_eps", 1e-5)};
+    nn::attention::MultiheadDiffAttn attention(call.config.get_int("embed_dim"),
+                                               call.config.get_int("num_heads"), options);
     check_head_dim(call, attention.head_dim);
     check_lambda_init(call, attention.lambda_init);
     return run_tokens(call, attention);
 });
 
 const VectorAdapterRegistration kDGSA("MultiheadDGSA", [](VectorCall& call) {
-    nn::DGSAOptions options{.layer_index = call.config.get_int("layer_index", 0),
-                            .lambda_schedule = call.config.get_bool("lambda_schedule", false),
-                            .q_residual = call.config.get_bool("q_residual", false),
-                            .subln_eps = call.config.get_double("subln_eps", 1e-5)};
+    nn::attention::DGSAOptions options{
+        .layer_index = call.config.get_int("layer_index", 0),
+        .lambda_schedule = call.config.get_bool("lambda_schedule", false),
+        .q_residual = call.config.get_bool("q_residual", false),
+        .subln_eps = call.config.get_double("subln_eps", 1e-5)};
     if (!options.lambda_schedule) options.lambda_init = call.config.get_double("lambda_init", 0.8);
-    nn::MultiheadDGSA attention(call.config.get_int("embed_dim"), call.config.get_int("num_heads"),
-                                options);
+    nn::attention::MultiheadDGSA attention(call.config.get_int("embed_dim"),
+                                           call.config.get_int("num_heads"), options);
     check_head_dim(call, attention.head_dim);
     check_lambda_init(call, attention.lambda_init);
     return run_tokens(call, attention);

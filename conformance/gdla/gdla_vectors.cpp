@@ -14,6 +14,7 @@ namespace lumen::cli {
 
 namespace {
 
+namespace attention = nn::attention;
 namespace gdla = nn::gdla;
 
 TensorMap output(const Tensor& y) { return {{"y", y}}; }
@@ -27,25 +28,25 @@ std::pair<int64_t, int64_t> grid_of(VectorCall& call, const Tensor& x) {
 }
 
 const VectorAdapterRegistration kLinearAttention("gdla.linear_attention", [](VectorCall& call) {
-    return output(gdla::linear_attention(call.input("q"), call.input("k"), call.input("v"),
-                                         call.config.get_double("eps", 1e-6)));
+    return output(attention::linear_attention(call.input("q"), call.input("k"), call.input("v"),
+                                              call.config.get_double("eps", 1e-6)));
 });
 
 const VectorAdapterRegistration kMHLA("gdla.MultiHeadLinearAttn", [](VectorCall& call) {
-    gdla::MultiHeadLinearAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
-                                   call.config.get_bool("qkv_bias", true),
-                                   call.config.get_double("eps", 1e-6));
+    attention::MultiHeadLinearAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
+                                        call.config.get_bool("qkv_bias", true),
+                                        call.config.get_double("eps", 1e-6));
     bind_module(call, attn);
     return output(attn.forward(call.input("x")));
 });
 
 const VectorAdapterRegistration kGDLA("gdla.GatedDiffLinearAttn", [](VectorCall& call) {
-    gdla::GatedDiffLinearAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
-                                   call.config.get_bool("qkv_bias", true));
+    attention::GatedDiffLinearAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
+                                        call.config.get_bool("qkv_bias", true));
     bind_module(call, attn);
     const Tensor& x = call.input("x");
     auto [height, width] = grid_of(call, x);
-    return output(attn.forward(x, nn::AttentionContext{.grid = {height, width}}));
+    return output(attn.forward(x, nn::attention::AttentionContext{.grid = {height, width}}));
 });
 
 const VectorAdapterRegistration kGMLP("gdla.GMLP", [](VectorCall& call) {
@@ -67,16 +68,16 @@ const VectorAdapterRegistration kGDLAM("gdla.GDLAM", [](VectorCall& call) {
 });
 
 const VectorAdapterRegistration kMHSA("gdla.MultiHeadSelfAttn", [](VectorCall& call) {
-    gdla::MultiHeadSelfAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
-                                 call.config.get_bool("qkv_bias", true),
-                                 call.config.get_bool("use_rope", false),
-                                 call.config.get_double("rope_base", 10000.0));
+    attention::MultiHeadSelfAttn attn(call.config.get_int("dim"), call.config.get_int("n_heads"),
+                                      call.config.get_bool("qkv_bias", true),
+                                      call.config.get_bool("use_rope", false),
+                                      call.config.get_double("rope_base", 10000.0));
     bind_module(call, attn);
     return output(attn.forward(call.input("x")));
 });
 
 const VectorAdapterRegistration kMHDA("gdla.MultiHeadDiffAttn", [](VectorCall& call) {
-    gdla::MultiHeadDiffAttn attn(
+    attention::MultiHeadDiffAttn attn(
         call.config.get_int("dim"), call.config.get_int("n_heads"), call.config.get_int("depth"),
         call.config.get_bool("qkv_bias", true), call.config.get_bool("use_rope", false),
         call.config.get_double("rope_base", 10000.0));

@@ -12,7 +12,7 @@ namespace lumen::cli {
 
 namespace {
 
-using nn::sfree::PreNormAttentionOptions;
+using nn::attention::PreNormAttentionOptions;
 
 // vit-pytorch's Attention(dim, heads=8, dim_head=64, dropout=0.0): one dropout for the
 // softmax weights and after to_out.
@@ -34,17 +34,18 @@ TensorMap run_attention(VectorCall& call, bool softmax, Extra... extra) {
 }
 
 const VectorAdapterRegistration kSoftmaxAttention(
-    "sfree_utnet.SoftmaxAttention",
-    [](VectorCall& call) { return run_attention<nn::sfree::PreNormSoftmaxAttention>(call, true); });
+    "sfree_utnet.SoftmaxAttention", [](VectorCall& call) {
+        return run_attention<nn::attention::PreNormSoftmaxAttention>(call, true);
+    });
 
 const VectorAdapterRegistration kSeqNormAttention(
     "sfree_utnet.SeqNormAttention", [](VectorCall& call) {
         double eps = call.config.get_double("eps", 1e-5);
-        return run_attention<nn::sfree::SeqNormAttention>(call, false, eps);
+        return run_attention<nn::attention::SeqNormAttention>(call, false, eps);
     });
 
 const VectorAdapterRegistration kSimAAttention("sfree_utnet.SimAAttention", [](VectorCall& call) {
-    return run_attention<nn::sfree::PreNormSimAAttention>(call, false);
+    return run_attention<nn::attention::PreNormSimAAttention>(call, false);
 });
 
 // ViT(*, num_classes, dim, depth, heads, mlp_dim, ...) of vit-pytorch: the entry sfree_vit,

@@ -39,16 +39,16 @@ SimALayerOptions layer_options(VectorConfig& config, std::optional<double> defau
 TensorMap output(const Tensor& y) { return {{"y", y}}; }
 
 const VectorAdapterRegistration kSimA("sfree_utnet.SimA", [](VectorCall& call) {
-    nn::sima::SimA attention(call.config.get_int("dim"), call.config.get_int("num_heads", 8),
-                             call.config.get_bool("qkv_bias", false),
-                             call.config.get_double("attn_drop", 0.0),
-                             call.config.get_double("proj_drop", 0.0));
+    nn::attention::SimA attention(call.config.get_int("dim"), call.config.get_int("num_heads", 8),
+                                  call.config.get_bool("qkv_bias", false),
+                                  call.config.get_double("attn_drop", 0.0),
+                                  call.config.get_double("proj_drop", 0.0));
     bind_module(call, attention);
     return output(attention.forward(call.input("x")));
 });
 
 const VectorAdapterRegistration kClassAttention("sfree_utnet.ClassAttention", [](VectorCall& call) {
-    nn::sima::ClassAttention attention(
+    nn::attention::ClassAttention attention(
         call.config.get_int("dim"), call.config.get_int("num_heads", 8),
         call.config.get_bool("qkv_bias", false), call.config.get_double("attn_drop", 0.0),
         call.config.get_double("proj_drop", 0.0));

@@ -10,7 +10,7 @@ namespace lumen::cli {
 
 namespace {
 
-using nn::utnet::LinearAttentionOptions;
+using nn::attention::LinearAttentionOptions;
 
 // The attention keyword arguments shared by every UTNet module with transformer parts;
 // `dim_head` may be null (the blocks ignore it) and `heads` defaults as in the reference.
@@ -41,7 +41,7 @@ bool returns_attn(VectorCall& call) {
     return forward.is_object() && forward.value("return_attn", false);
 }
 
-TensorMap with_attn(VectorCall& call, const nn::utnet::AttentionResult& result) {
+TensorMap with_attn(VectorCall& call, const nn::attention::AttentionResult& result) {
     if (returns_attn(call)) return {{"y", result.y}, {"attn", result.attn}};
     return {{"y", result.y}};
 }
@@ -51,15 +51,15 @@ const VectorAdapterRegistration kRelativePositionBias(
         int64_t h = call.config.get_int("h"), w = call.config.get_int("w");
         LUMEN_CHECK(h == w, call.module, "only a square reduced grid is supported, got h ", h,
                     " and w ", w);
-        nn::utnet::RelativePositionBias bias(call.config.get_int("num_heads"), h);
+        nn::attention::RelativePositionBias bias(call.config.get_int("num_heads"), h);
         bind_module(call, bias);
         return TensorMap{{"y", bias.forward(forward_int(call, "H"), forward_int(call, "W"))}};
     });
 
 const VectorAdapterRegistration kRelativePositionEmbedding(
     "sfree_utnet.RelativePositionEmbedding", [](VectorCall& call) {
-        nn::utnet::RelativePositionEmbedding embedding(call.config.get_int("dim"),
-                                                       call.config.get_int("shape"));
+        nn::attention::RelativePositionEmbedding embedding(call.config.get_int("dim"),
+                                                           call.config.get_int("shape"));
         bind_module(call, embedding);
         LUMEN_CHECK(forward_int(call, "dim_head") == embedding.dim, call.module,
                     "forward dim_head must equal dim ", embedding.dim);
@@ -71,7 +71,7 @@ const VectorAdapterRegistration kRelativePositionEmbedding(
 const VectorAdapterRegistration kLinearAttention(
     "sfree_utnet.LinearAttention", [](VectorCall& call) {
         LinearAttentionOptions options = attention_options(call.config, 4);
-        nn::utnet::LinearAttention attention(call.config.get_int("dim"), options);
+        nn::attention::LinearAttention attention(call.config.get_int("dim"), options);
         bind_module(call, attention);
         return with_attn(call, attention.forward_attn(call.input("x")));
     });
@@ -79,8 +79,8 @@ const VectorAdapterRegistration kLinearAttention(
 const VectorAdapterRegistration kLinearAttentionDecoder(
     "sfree_utnet.LinearAttentionDecoder", [](VectorCall& call) {
         LinearAttentionOptions options = attention_options(call.config, 4);
-        nn::utnet::LinearAttentionDecoder attention(call.config.get_int("in_dim"),
-                                                    call.config.get_int("out_dim"), options);
+        nn::attention::LinearAttentionDecoder attention(call.config.get_int("in_dim"),
+                                                        call.config.get_int("out_dim"), options);
         bind_module(call, attention);
         return with_attn(call, attention.forward(call.input("q"), call.input("x")));
     });

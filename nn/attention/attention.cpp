@@ -17,12 +17,12 @@
 #include "nn/attention/pvt_baselines.h"
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/sima_attention.h"
+#include "nn/attention/spatial_reduction_attention.h"
+#include "nn/attention/utnet_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
-#include "nn/pvt/sr_attention.h"
-#include "nn/swin/window_attention.h"
-#include "nn/utnet/linear_attention.h"
+#include "nn/attention/window_attention.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 namespace {
 
@@ -38,23 +38,22 @@ std::mutex& registry_mutex() {
 
 // One line per built-in variant: its name and its factory, declared in its header.
 void add_builtins(std::map<std::string, AttentionFactory>& factories) {
-    (void)factories;  // the built-in variants are added below as they land
     factories["mhsa"] = make_mhsa_attention;
     factories["diff"] = make_diff_attention;
     factories["dgsa"] = make_dgsa_attention;
-    factories["utnet"] = utnet::make_utnet_attention;
-    factories["vitpt_softmax"] = sfree::make_vitpt_softmax_attention;
-    factories["seqnorm"] = sfree::make_seqnorm_attention;
-    factories["vitpt_sima"] = sfree::make_vitpt_sima_attention;
-    factories["sima"] = sima::make_sima_attention;
-    factories["linear"] = gdla::make_linear_attention;
-    factories["gdla"] = gdla::make_gdla_attention;
-    factories["pvt_sa"] = gdla::make_pvt_sa_attention;
-    factories["pvt_da"] = gdla::make_pvt_da_attention;
-    factories["pvt_sra"] = pvt::make_pvt_sra_attention;
+    factories["utnet"] = make_utnet_attention;
+    factories["vitpt_softmax"] = make_vitpt_softmax_attention;
+    factories["seqnorm"] = make_seqnorm_attention;
+    factories["vitpt_sima"] = make_vitpt_sima_attention;
+    factories["sima"] = make_sima_attention;
+    factories["linear"] = make_linear_attention;
+    factories["gdla"] = make_gdla_attention;
+    factories["pvt_sa"] = make_pvt_sa_attention;
+    factories["pvt_da"] = make_pvt_da_attention;
+    factories["pvt_sra"] = make_pvt_sra_attention;
     factories["hyena"] = make_hyena_attention;
     factories["mamba"] = make_mamba_attention;
-    factories["swin_window"] = swin::make_swin_window_attention;
+    factories["swin_window"] = make_swin_window_attention;
 }
 
 void ensure_builtins() {
@@ -106,4 +105,4 @@ std::shared_ptr<Attention> make_attention(const AttentionConfig& config) {
     return factory(config);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

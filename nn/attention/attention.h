@@ -14,7 +14,7 @@
 
 #include "nn/module.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 struct AttentionContext {
     // Spatial layout of the N tokens, row-major: {H, W} or {D, H, W}; empty when the tokens
@@ -72,4 +72,4 @@ struct AttentionRegistration {
     }
 };
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

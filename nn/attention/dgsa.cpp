@@ -12,7 +12,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 MultiheadDGSA::MultiheadDGSA(int64_t embed_dim_, int64_t num_heads_, const DGSAOptions& options_)
     : Attention("MultiheadDGSA"), embed_dim(embed_dim_), num_heads(num_heads_), options(options_) {
@@ -92,4 +92,4 @@ std::shared_ptr<Attention> make_dgsa_attention(const AttentionConfig& config) {
     return make<MultiheadDGSA>(config.dim, config.num_heads, options);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

@@ -12,7 +12,7 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 struct DGSAOptions {
     int64_t layer_index = 0;
@@ -61,4 +61,4 @@ class MultiheadDGSA : public Attention {
 // lambda_schedule, q_residual, causal (0/1), subln_eps. Throws [dgsa] for an unknown option.
 std::shared_ptr<Attention> make_dgsa_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

@@ -13,7 +13,7 @@
 #include "ops/norm.h"
 #include "ops/reduce.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 double diff_lambda_init(int64_t layer_index) {
     LUMEN_CHECK(layer_index >= 0, "diff", "layer_index must be >= 0, got ", layer_index);
@@ -135,4 +135,4 @@ std::shared_ptr<Attention> make_diff_attention(const AttentionConfig& config) {
     return make<MultiheadDiffAttn>(config.dim, config.num_heads, options);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

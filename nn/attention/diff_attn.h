@@ -13,7 +13,7 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 // lambda_init = 0.8 - 0.6 exp(-0.3 layer_index), layer_index 0-based (the official `depth`,
 // the paper's l - 1): 0.2, 0.35551, 0.47071, 0.55606, ... Throws [diff] for a negative index.
@@ -84,4 +84,4 @@ std::shared_ptr<Attention> make_diff_attention(const AttentionConfig& config);
 // meaning) or D / (2 nh) (the official code's head_dim d). Throws [<who>] for anything else.
 void check_differential_head_dim(const AttentionConfig& config, const std::string& who);
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

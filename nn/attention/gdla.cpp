@@ -10,7 +10,7 @@
 #include "ops/norm.h"
 #include "ops/shape.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 std::pair<int64_t, int64_t> grid_2d(const AttentionContext& context, int64_t n,
                                     const std::string& who) {
@@ -107,4 +107,4 @@ std::shared_ptr<Attention> make_gdla_attention(const AttentionConfig& config) {
     return make<GatedDiffLinearAttn>(config.dim, config.num_heads, config.qkv_bias);
 }
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

@@ -12,7 +12,7 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 // GatedDiffLinearAttn(dim = C, n_heads = h, qkv_bias), dh = C / h even, d = dh / 2:
 //   T = qkvg(x) (B, N, 4C), channel blocks q, k, v, g of C each, head j = channels j dh .. +dh;
@@ -61,4 +61,4 @@ std::pair<int64_t, int64_t> grid_2d(const AttentionContext& context, int64_t n,
 // options. Throws [gdla] for an unknown option.
 std::shared_ptr<Attention> make_gdla_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

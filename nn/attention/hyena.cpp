@@ -10,7 +10,7 @@
 #include "ops/elementwise.h"
 #include "ops/fft.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 std::pair<Tensor, Tensor> hyena_positional_table(int64_t l_max, int64_t emb_dim) {
     LUMEN_CHECK(l_max >= 2, "HyenaFilter", "l_max must be at least 2, got ", l_max);
@@ -172,4 +172,4 @@ std::shared_ptr<Attention> make_hyena_attention(const AttentionConfig& config) {
                                int64_t(config.option("short_filter_order", 5)), config.proj_drop);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

@@ -15,7 +15,7 @@
 #include "nn/conv.h"
 #include "nn/linear.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 // Hyena's positional tables for l_max positions, float32 (computed in float64):
 //   t (1, l_max, 1): t_i = i / (l_max - 1);
@@ -118,4 +118,4 @@ class HyenaOperator : public Attention {
 // attention map to drop).
 std::shared_ptr<Attention> make_hyena_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

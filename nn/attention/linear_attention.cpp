@@ -7,7 +7,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 Tensor elu_feature_map(const Tensor& x) { return add(elu(x, 1.0), 1.0); }
 
@@ -79,4 +79,4 @@ std::shared_ptr<Attention> make_linear_attention(const AttentionConfig& config) 
                                      config.option("eps", 1e-6));
 }
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

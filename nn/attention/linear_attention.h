@@ -10,7 +10,7 @@
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 // phi(x) = elu(x) + 1 (alpha = 1): > 0 everywhere, phi'(x) = 1 for x > 0 and e^x otherwise.
 Tensor elu_feature_map(const Tensor& x);
@@ -55,4 +55,4 @@ void check_unmasked(const AttentionContext& context, const std::string& who);
 // qkv_bias; option eps (default 1e-6). Throws [linear] for an unknown option.
 std::shared_ptr<Attention> make_linear_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

@@ -13,7 +13,7 @@
 #include "ops/scan.h"
 #include "ops/shape.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 namespace {
 
@@ -128,4 +128,4 @@ Tensor MambaVisionBlock::forward(const Tensor& x) {
     return add(h, gamma_2.defined() ? mul(gamma_2, ffn) : ffn);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

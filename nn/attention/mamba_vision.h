@@ -15,7 +15,7 @@
 #include "nn/mlp.h"
 #include "nn/norm.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 // Tokens u (B, L, d), d_inner = expand d (even), e = d_inner / 2, R = dt_rank (ceil(d / 16)
 // by default), N = d_state:
@@ -74,4 +74,4 @@ class MambaVisionBlock : public Module {
     int64_t dim;
 };
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

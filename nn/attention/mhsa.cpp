@@ -10,7 +10,7 @@
 #include "ops/matmul.h"
 #include "ops/softmax.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 Tensor attention_score_bias(const AttentionContext& context, bool causal, int64_t batch, int64_t n,
                             DType dtype, Device device, const std::string& who) {
@@ -102,4 +102,4 @@ std::shared_ptr<Attention> make_mhsa_attention(const AttentionConfig& config) {
                       config.attn_drop, config.proj_drop, config.option("causal", 0.0) != 0.0);
 }
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

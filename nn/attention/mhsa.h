@@ -11,7 +11,7 @@
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
 
-namespace lumen::nn {
+namespace lumen::nn::attention {
 
 // The additive score bias of `context`, broadcastable to (B, heads, N, N): 0 where a query may
 // look, -inf at padded keys (key_padding_mask (B, N) bool, true = padded) and, when `causal`,
@@ -61,4 +61,4 @@ std::shared_ptr<Attention> make_mhsa_attention(const AttentionConfig& config);
 void check_attention_options(const AttentionConfig& config, const std::vector<std::string>& known,
                              const std::string& who);
 
-}  // namespace lumen::nn
+}  // namespace lumen::nn::attention

@@ -6,7 +6,7 @@
 #include "nn/activation.h"
 #include "nn/container.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 Tensor split_heads(const Tensor& t, int64_t heads) {
     // (B, N, h*d) -> (B, N, h, d) -> (B, h, N, d): both steps are views
@@ -79,4 +79,4 @@ PreNormAttentionOptions prenorm_options(const AttentionConfig& config, const cha
     return o;
 }
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

@@ -12,7 +12,7 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 // Shapes: t (B, N, heads * d) -> (B, heads, N, d), feature f = m * d + j going to head m,
 // channel j. A view (no copy): matmul takes the strided result as it is.
@@ -59,4 +59,4 @@ class PreNormAttention : public Attention {
 PreNormAttentionOptions prenorm_options(const AttentionConfig& config, const char* name,
                                         const std::vector<std::string>& known_options = {});
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

@@ -8,7 +8,7 @@
 #include "ops/shape.h"
 #include "ops/softmax.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 PreNormSoftmaxAttention::PreNormSoftmaxAttention(int64_t dim,
                                                  const PreNormAttentionOptions& options)
@@ -29,4 +29,4 @@ std::shared_ptr<Attention> make_vitpt_softmax_attention(const AttentionConfig& c
     return make<PreNormSoftmaxAttention>(config.dim, prenorm_options(config, "vitpt_softmax"));
 }
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

@@ -5,7 +5,7 @@
 #include "nn/activation.h"
 #include "nn/attention/prenorm_attention.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 // O_m = dropout(softmax_lastdim(Q_m K_m^T * d^-1/2)) V_m. Time O(N^2 D), memory O(h N^2)
 // (the weights are materialized). Shapes and errors: PreNormAttention.
@@ -21,4 +21,4 @@ class PreNormSoftmaxAttention : public PreNormAttention {
 // Registry factory for "vitpt_softmax" (options: none beyond AttentionConfig's fields).
 std::shared_ptr<Attention> make_vitpt_softmax_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

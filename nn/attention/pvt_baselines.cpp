@@ -12,7 +12,7 @@
 #include "ops/norm.h"
 #include "ops/reduce.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 namespace {
 
@@ -153,4 +153,4 @@ std::shared_ptr<Attention> make_pvt_da_attention(const AttentionConfig& config) 
                                    config.option("rope_base", 10000.0));
 }
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

@@ -12,7 +12,7 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn::gdla {
+namespace lumen::nn::attention {
 
 // MultiHeadSelfAttn(dim = C, n_heads = h, qkv_bias, use_rope, rope_base):
 //   [q | k | v] = qkv(x), heads of dh = C / h consecutive channels; RoPE (D = dh) on q, k;
@@ -77,4 +77,4 @@ std::shared_ptr<Attention> make_pvt_sa_attention(const AttentionConfig& config);
 // sets lambda_init. Throws [pvt_da] for an unknown option.
 std::shared_ptr<Attention> make_pvt_da_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::gdla
+}  // namespace lumen::nn::attention

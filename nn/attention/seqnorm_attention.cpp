@@ -7,7 +7,7 @@
 #include "ops/norm.h"
 #include "ops/shape.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 SeqNorm::SeqNorm(int64_t num_features, double eps_) : Module("SeqNorm"), eps(eps_) {
     LUMEN_CHECK(num_features > 0 && eps > 0, "SeqNorm", "needs num_features > 0 and eps > 0, got ",
@@ -49,4 +49,4 @@ std::shared_ptr<Attention> make_seqnorm_attention(const AttentionConfig& config)
                                   config.option("eps", 1e-5));
 }
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

@@ -5,7 +5,7 @@
 
 #include "nn/attention/prenorm_attention.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 // Learnable per-feature normalisation over the token axis (an instance norm over tokens):
 // y[b, n, f] = (x[b, n, f] - mean_n) / sqrt(var_n + eps) * weight[f] + bias[f], biased
@@ -36,4 +36,4 @@ class SeqNormAttention : public PreNormAttention {
 // Registry factory for "seqnorm"; option "eps" (default 1e-5).
 std::shared_ptr<Attention> make_seqnorm_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

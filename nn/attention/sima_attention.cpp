@@ -5,7 +5,7 @@
 #include "ops/matmul.h"
 #include "ops/norm.h"
 
-namespace lumen::nn::sima {
+namespace lumen::nn::attention {
 
 Tensor sima_mix(const Tensor& q, const Tensor& k, const Tensor& v, SimAOrder order) {
     int64_t tokens = q.size(-2), head_dim = q.size(-1);
@@ -24,10 +24,10 @@ Tensor sima_qkv_attention(const Tensor& qkv, int64_t heads, double eps, SimAOrde
     // Normalising over tokens is per feature of (B, N, D), so Q and K are normalised together
     // before the head split, along dim 1; V is used as it is.
     Tensor qk = normalize(qkv.narrow(2, 0, 2 * inner), 1.0, 1, eps);
-    Tensor q = sfree::split_heads(qk.narrow(2, 0, inner), heads);
-    Tensor k = sfree::split_heads(qk.narrow(2, inner, inner), heads);
-    Tensor v = sfree::split_heads(qkv.narrow(2, 2 * inner, inner), heads);
-    return sfree::merge_heads(sima_mix(q, k, v, order));
+    Tensor q = split_heads(qk.narrow(2, 0, inner), heads);
+    Tensor k = split_heads(qk.narrow(2, inner, inner), heads);
+    Tensor v = split_heads(qkv.narrow(2, 2 * inner, inner), heads);
+    return merge_heads(sima_mix(q, k, v, order));
 }
 
 SimA::SimA(int64_t dim_, int64_t heads, bool qkv_bias, double attn_drop, double proj_drop_p)
@@ -65,4 +65,4 @@ std::shared_ptr<Attention> make_sima_attention(const AttentionConfig& config) {
                       config.proj_drop);
 }
 
-}  // namespace lumen::nn::sima
+}  // namespace lumen::nn::attention

@@ -10,7 +10,7 @@
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
 
-namespace lumen::nn::sima {
+namespace lumen::nn::attention {
 
 // Which product SimA computes first; the two are equal in exact arithmetic.
 enum class SimAOrder {
@@ -55,4 +55,4 @@ class SimA : public Attention {
 // must be -1 or dim / num_heads).
 std::shared_ptr<Attention> make_sima_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::sima
+}  // namespace lumen::nn::attention

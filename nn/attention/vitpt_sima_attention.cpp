@@ -1,7 +1,7 @@
 // SimA in the vit-pytorch attention frame.
 #include "nn/attention/vitpt_sima_attention.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 PreNormSimAAttention::PreNormSimAAttention(int64_t dim, const PreNormAttentionOptions& options)
     : PreNormAttention("PreNormSimAAttention", dim, options) {
@@ -10,11 +10,11 @@ PreNormSimAAttention::PreNormSimAAttention(int64_t dim, const PreNormAttentionOp
 }
 
 Tensor PreNormSimAAttention::mix(const Tensor& qkv) {
-    return sima::sima_qkv_attention(qkv, heads, 1e-12, order);
+    return sima_qkv_attention(qkv, heads, 1e-12, order);
 }
 
 std::shared_ptr<Attention> make_vitpt_sima_attention(const AttentionConfig& config) {
     return make<PreNormSimAAttention>(config.dim, prenorm_options(config, "vitpt_sima"));
 }
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

@@ -6,7 +6,7 @@
 #include "nn/attention/prenorm_attention.h"
 #include "nn/attention/sima_attention.h"
 
-namespace lumen::nn::sfree {
+namespace lumen::nn::attention {
 
 // Q~, K~ = Q, K l1-normalised over the tokens per head and channel (eps 1e-12);
 // O_m = (Q~_m K~_m^T) V_m if N < d else Q~_m (K~_m^T V_m). Time O(N D d) for N >= d, no N x N
@@ -14,7 +14,7 @@ namespace lumen::nn::sfree {
 class PreNormSimAAttention : public PreNormAttention {
   public:
     PreNormSimAAttention(int64_t dim, const PreNormAttentionOptions& options);
-    sima::SimAOrder order = sima::SimAOrder::by_size;  // tests switch it
+    SimAOrder order = SimAOrder::by_size;  // tests switch it
 
   protected:
     Tensor mix(const Tensor& qkv) override;
@@ -23,4 +23,4 @@ class PreNormSimAAttention : public PreNormAttention {
 // Registry factory for "vitpt_sima" (no options).
 std::shared_ptr<Attention> make_vitpt_sima_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::sfree
+}  // namespace lumen::nn::attention

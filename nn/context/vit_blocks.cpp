@@ -64,7 +64,7 @@ MLPBlock::MLPBlock(int64_t hidden_size, int64_t mlp_dim) : Module("MLPBlock") {
 Tensor MLPBlock::forward(const Tensor& x) { return linear2->forward(gelu(linear1->forward(x))); }
 
 SABlock::SABlock(int64_t hidden, int64_t heads, const MixerOptions& options_)
-    : Attention("SABlock"), hidden_size(hidden), num_heads(heads), options(options_) {
+    : attention::Attention("SABlock"), hidden_size(hidden), num_heads(heads), options(options_) {
     LUMEN_CHECK(hidden > 0 && heads > 0 && hidden % heads == 0, "SABlock", "hidden_size ", hidden,
                 " must be a positive multiple of num_heads ", heads);
     head_dim = hidden / heads;
@@ -73,7 +73,7 @@ SABlock::SABlock(int64_t hidden, int64_t heads, const MixerOptions& options_)
         out_proj = register_module("out_proj", make<Linear>(hidden, hidden));
         return;
     }
-    AttentionConfig config{
+    attention::AttentionConfig config{
         .type = options.mixer, .dim = hidden, .num_heads = heads, .qkv_bias = options.qkv_bias};
     if (options.mixer == "hyena") {
         config.options = {{"l_max", double(options.l_max)},
@@ -85,10 +85,10 @@ SABlock::SABlock(int64_t hidden, int64_t heads, const MixerOptions& options_)
                           {"expand", double(options.expand)}};
         if (options.dt_rank) config.options.emplace_back("dt_rank", double(*options.dt_rank));
     }
-    mixer = register_module(options.mixer, make_attention(config));
+    mixer = register_module(options.mixer, attention::make_attention(config));
 }
 
-Tensor SABlock::forward(const Tensor& x, const AttentionContext& context) {
+Tensor SABlock::forward(const Tensor& x, const attention::AttentionContext& context) {
     LUMEN_CHECK(x.ndim() == 3 && x.size(2) == hidden_size, "SABlock", "expects x (B, N, ",
                 hidden_size, "), got shape ", x.shape());
     if (mixer) return mixer->forward(x, context);
@@ -99,7 +99,8 @@ Tensor SABlock::forward(const Tensor& x, const AttentionContext& context) {
     Tensor parts =
         qkv->forward(x).view({batch, n, 3, num_heads, head_dim}).permute({2, 0, 3, 1, 4});
     Tensor q = parts.select(0, 0), k = parts.select(0, 1), v = parts.select(0, 2);
-    Tensor weights = softmax_attention_weights(q, k, 1.0 / std::sqrt(double(head_dim)), Tensor());
+    Tensor weights =
+        attention::softmax_attention_weights(q, k, 1.0 / std::sqrt(double(head_dim)), Tensor());
     Tensor heads = matmul(weights, v);  // (B, heads, N, hd)
     return out_proj->forward(heads.transpose(1, 2).reshape({batch, n, hidden_size}));
 }

@@ -44,8 +44,8 @@ class MLPBlock : public Module {
 };
 
 // What fills the SABlock slot. mixer "attn" is MONAI's self-attention; any other name is a
-// registered nn::Attention built with (hidden, num_heads) and held as child `<mixer>`: the
-// paper's "hyena" (HyenaOperator(hidden, l_max, filter_order, heads, short_filter_order)) and
+// registered nn::attention::Attention built with (hidden, num_heads) and held as child `<mixer>`:
+// the paper's "hyena" (HyenaOperator(hidden, l_max, filter_order, heads, short_filter_order)) and
 // "mamba" (MambaVisionMixer(hidden, d_state, d_conv, expand, dt_rank)).
 struct MixerOptions {
     std::string mixer = "attn";
@@ -61,15 +61,15 @@ struct MixerOptions {
 // memory O(heads N^2). Other mixers: child `<mixer>`, forward delegated (context passed on).
 // Shapes: x (B, N, hidden) -> (B, N, hidden). Throws [SABlock] for hidden not divisible by
 // num_heads or a wrong input; the registry throws for an unknown mixer name.
-class SABlock : public Attention {
+class SABlock : public attention::Attention {
   public:
     SABlock(int64_t hidden_size, int64_t num_heads, const MixerOptions& options = {});
-    using Attention::forward;
-    Tensor forward(const Tensor& x, const AttentionContext& context) override;
+    using attention::Attention::forward;
+    Tensor forward(const Tensor& x, const attention::AttentionContext& context) override;
     std::string extra_repr() const override;
 
-    std::shared_ptr<Linear> qkv, out_proj;  // attn only
-    std::shared_ptr<Attention> mixer;       // other mixers only
+    std::shared_ptr<Linear> qkv, out_proj;        // attn only
+    std::shared_ptr<attention::Attention> mixer;  // other mixers only
     int64_t hidden_size, num_heads, head_dim;
     MixerOptions options;
 };

@@ -1,6 +1,7 @@
 // GMLP, SwiGLU, GDLAM and PreNormBlock of spec gdla; autograd flows through the ops.
 #include "nn/gdla/blocks.h"
 
+#include "nn/attention/spatial_reduction_attention.h"
 #include "nn/mlp.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -20,18 +21,6 @@ Tensor pointwise_matrix(const Conv2d& conv) {
 }
 
 }  // namespace
-
-Tensor tokens_to_map(const Tensor& tokens, int64_t height, int64_t width) {
-    LUMEN_CHECK(tokens.ndim() == 3 && tokens.size(1) == height * width, "gdla",
-                "expects tokens (B, H W, C) for a ", height, " x ", width, " grid, got shape ",
-                tokens.shape());
-    return tokens.transpose(1, 2).reshape({tokens.size(0), tokens.size(2), height, width});
-}
-
-Tensor map_to_tokens(const Tensor& map) {
-    LUMEN_CHECK(map.ndim() == 4, "gdla", "expects a map (B, C, H, W), got shape ", map.shape());
-    return map.flatten(2).transpose(1, 2);
-}
 
 GMLP::GMLP(int64_t in, int64_t hidden, int64_t out)
     : Module("GMLP"), in_features(in), hidden_features(hidden), out_features(out < 0 ? in : out) {
@@ -79,7 +68,7 @@ GDLAM::GDLAM(int64_t dim_, int64_t n_heads, bool qkv_bias, double norm_eps, doub
     norm1 = register_module("norm1", make<LayerNorm>(Shape{dim}, norm_eps));
     dwc = register_module(
         "dwc", make<Conv2d>(dim, dim, std::vector<int64_t>{3}, ConvOptions{.padding = {1}}));
-    attn = register_module("attn", make<GatedDiffLinearAttn>(dim, n_heads, qkv_bias));
+    attn = register_module("attn", make<attention::GatedDiffLinearAttn>(dim, n_heads, qkv_bias));
     norm2 = register_module("norm2", make<LayerNorm>(Shape{dim}, norm_eps));
     mlp = register_module("mlp", make<GMLP>(dim, int64_t(hidden_ratio * double(dim)), dim));
 }
@@ -87,12 +76,12 @@ GDLAM::GDLAM(int64_t dim_, int64_t n_heads, bool qkv_bias, double norm_eps, doub
 Tensor GDLAM::forward(const Tensor& x) {
     check_map(x, dim, "GDLAM");
     int64_t height = x.size(2), width = x.size(3);
-    Tensor t = map_to_tokens(x);
+    Tensor t = attention::map_to_tokens(x);
     // The "positional" dense 3x3 conv replaces the attention input (no residual around it).
-    Tensor u = silu(dwc->forward(tokens_to_map(norm1->forward(t), height, width)));
-    t = add(t, attn->forward(map_to_tokens(u), height, width));
+    Tensor u = silu(dwc->forward(attention::tokens_to_map(norm1->forward(t), height, width)));
+    t = add(t, attn->forward(attention::map_to_tokens(u), height, width));
     t = add(t, mlp->forward(norm2->forward(t), height, width));
-    return tokens_to_map(t, height, width);
+    return attention::tokens_to_map(t, height, width);
 }
 
 PreNormBlock::PreNormBlock(const std::string& kind_, int64_t dim_, int64_t n_heads,
@@ -100,18 +89,18 @@ PreNormBlock::PreNormBlock(const std::string& kind_, int64_t dim_, int64_t n_hea
     : Module("PreNormBlock"), kind(kind_), dim(dim_) {
     LUMEN_CHECK(kind == "sa" || kind == "la" || kind == "da", "PreNormBlock",
                 "kind must be sa, la or da, got '", kind, "'");
-    AttentionConfig config{.type = kind == "sa"   ? "pvt_sa"
-                                   : kind == "la" ? "linear"
-                                                  : "pvt_da",
-                           .dim = dim,
-                           .num_heads = n_heads,
-                           .qkv_bias = options.qkv_bias};
+    attention::AttentionConfig config{.type = kind == "sa"   ? "pvt_sa"
+                                              : kind == "la" ? "linear"
+                                                             : "pvt_da",
+                                      .dim = dim,
+                                      .num_heads = n_heads,
+                                      .qkv_bias = options.qkv_bias};
     if (kind != "la")
         config.options = {{"rope", options.use_rope ? 1.0 : 0.0}, {"rope_base", options.rope_base}};
     if (kind == "da") config.options.push_back({"depth", double(options.depth)});
     int64_t hidden = int64_t(options.hidden_ratio * double(dim));
     norm1 = register_module("norm1", make<LayerNorm>(Shape{dim}, options.norm_eps));
-    attn = register_module("attn", make_attention(config));
+    attn = register_module("attn", attention::make_attention(config));
     norm2 = register_module("norm2", make<LayerNorm>(Shape{dim}, options.norm_eps));
     if (kind == "da") {
         mlp = register_module("mlp", make<SwiGLU>(dim, hidden, dim));
@@ -123,11 +112,11 @@ PreNormBlock::PreNormBlock(const std::string& kind_, int64_t dim_, int64_t n_hea
 Tensor PreNormBlock::forward(const Tensor& x) {
     check_map(x, dim, "PreNormBlock");
     int64_t height = x.size(2), width = x.size(3);
-    AttentionContext context{.grid = {height, width}};
-    Tensor t = map_to_tokens(x);
+    attention::AttentionContext context{.grid = {height, width}};
+    Tensor t = attention::map_to_tokens(x);
     t = add(t, attn->forward(norm1->forward(t), context));
     t = add(t, mlp->forward(norm2->forward(t)));
-    return tokens_to_map(t, height, width);
+    return attention::tokens_to_map(t, height, width);
 }
 
 std::string PreNormBlock::extra_repr() const {

@@ -15,11 +15,6 @@
 
 namespace lumen::nn::gdla {
 
-// [B, N, C] (row-major tokens) <-> [B, C, H, W]. tokens_to_map copies; map_to_tokens is a view.
-// Throw [gdla] when N != H W or the ranks are wrong.
-Tensor tokens_to_map(const Tensor& tokens, int64_t height, int64_t width);
-Tensor map_to_tokens(const Tensor& map);
-
 // Mix-FFN (official GMLP), on tokens of an H x W grid:
 //   m = SiLU(pwc1(map)) (1x1, C -> 2 hidden, bias); m = dwc(m) (depthwise 3x3, pad 1, bias);
 //   a, g = m[:, :hidden], m[:, hidden:];  y = pwc2(a * SiLU(g)) (1x1, hidden -> out, NO bias).
@@ -65,7 +60,7 @@ class GDLAM : public Module {
 
     std::shared_ptr<LayerNorm> norm1, norm2;
     std::shared_ptr<Conv2d> dwc;
-    std::shared_ptr<GatedDiffLinearAttn> attn;
+    std::shared_ptr<attention::GatedDiffLinearAttn> attn;
     std::shared_ptr<GMLP> mlp;
     int64_t dim;
 };
@@ -95,7 +90,7 @@ class PreNormBlock : public Module {
     std::string extra_repr() const override;
 
     std::shared_ptr<LayerNorm> norm1, norm2;
-    std::shared_ptr<Attention> attn;
+    std::shared_ptr<attention::Attention> attn;
     std::shared_ptr<Module> mlp;
     std::string kind;
     int64_t dim;

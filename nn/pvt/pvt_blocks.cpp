@@ -53,9 +53,9 @@ Tensor MlpWithDepthwiseConv::forward(const Tensor& x, int64_t height, int64_t wi
     LUMEN_CHECK(x.ndim() == 3 && x.size(2) == in_features && x.size(1) == height * width,
                 type_name(), "expects x (B, H*W, ", in_features, ") with H = ", height,
                 ", W = ", width, ", got shape ", x.shape());
-    Tensor map = tokens_to_map(fc1->forward(x), height, width);
+    Tensor map = attention::tokens_to_map(fc1->forward(x), height, width);
     if (extra_relu) map = relu(map);
-    Tensor hidden = gelu(map_to_tokens(dwconv->forward(map)));
+    Tensor hidden = gelu(attention::map_to_tokens(dwconv->forward(map)));
     return drop->forward(fc2->forward(drop->forward(hidden)));
 }
 
@@ -69,9 +69,9 @@ PVTBlock::PVTBlock(int64_t dim_, int64_t num_heads_, const PVTBlockOptions& opti
     : Module("PVTBlock"), dim(dim_), num_heads(num_heads_) {
     auto hidden = int64_t(double(dim) * options.mlp_ratio);
     norm1 = register_module("norm1", make<LayerNorm>(Shape{dim}, 1e-6));
-    attn = register_module(
-        "attn", make<SRAttention>(dim, num_heads, options.sr_ratio, options.linear,
-                                  options.qkv_bias, options.attn_drop, options.proj_drop));
+    attn = register_module("attn", make<attention::SRAttention>(
+                                       dim, num_heads, options.sr_ratio, options.linear,
+                                       options.qkv_bias, options.attn_drop, options.proj_drop));
     drop_path1 = register_module("drop_path1", make<DropPath>(options.drop_path));
     norm2 = register_module("norm2", make<LayerNorm>(Shape{dim}, 1e-6));
     mlp = register_module(

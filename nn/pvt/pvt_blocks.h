@@ -1,6 +1,7 @@
 // The PVTv2 encoder's building blocks in timm's layout and key names (timm pvt_v2.py; spec gdla
 // 3.7): the overlapping patch embedding, the MLP with a depthwise conv, the block and the stage.
-// The spatial-reduction attention is in sr_attention.h, the whole encoder in models/pvt_v2.h.
+// The spatial-reduction attention is in nn/attention/spatial_reduction_attention.h, the whole
+// encoder in models/pvt_v2.h.
 #pragma once
 
 #include <memory>
@@ -8,11 +9,11 @@
 #include <vector>
 
 #include "nn/activation.h"
+#include "nn/attention/spatial_reduction_attention.h"
 #include "nn/container.h"
 #include "nn/conv.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
-#include "nn/pvt/sr_attention.h"
 
 namespace lumen::nn::pvt {
 
@@ -73,7 +74,7 @@ class PVTBlock : public Module {
     std::string extra_repr() const override;
 
     std::shared_ptr<LayerNorm> norm1, norm2;
-    std::shared_ptr<SRAttention> attn;
+    std::shared_ptr<attention::SRAttention> attn;
     std::shared_ptr<MlpWithDepthwiseConv> mlp;
     std::shared_ptr<DropPath> drop_path1, drop_path2;
     int64_t dim, num_heads;

@@ -1,4 +1,4 @@
-// Swin block and stage: pre-norm windowed mixing (nn/swin/window.h's window_mix) and a GELU
+// Swin block and stage: pre-norm windowed mixing (nn/attention/window.h's window_mix) and a GELU
 // MLP on a channels-last map; the stage builds the shift mask once for its blocks.
 #include "nn/swin/swin_block.h"
 
@@ -41,8 +41,9 @@ SwinTransformerBlock::SwinTransformerBlock(int64_t dim_, int64_t num_heads,
                 "\" mixer never shifts its windows, got shift_size ", shift_size);
     LUMEN_CHECK(mlp_ratio > 0, who, "mlp_ratio must be positive, got ", mlp_ratio);
     norm1 = register_module("norm1", make<LayerNorm>(Shape{dim}));
-    attn = register_module("attn", make<WindowAttention>(dim, num_heads, window_size, qkv_bias,
-                                                         mixer.type, mixer.options));
+    attn = register_module(
+        "attn", make<attention::WindowAttention>(dim, num_heads, window_size, qkv_bias, mixer.type,
+                                                 mixer.options));
     norm2 = register_module("norm2", make<LayerNorm>(Shape{dim}));
     mlp = register_module("mlp", make<MLPBlock>(dim, int64_t(double(dim) * mlp_ratio)));
 }
@@ -51,14 +52,15 @@ Tensor SwinTransformerBlock::forward(const Tensor& x, const Tensor& mask) {
     int64_t k = int64_t(window_size.size());
     LUMEN_CHECK(x.ndim() == k + 2 && x.size(-1) == dim, "SwinTransformerBlock",
                 "expects x (B, *S, ", dim, ") with ", k, " spatial dims, got shape ", x.shape());
-    WindowShift ws = get_window_size(spatial_of(x, 1, k), window_size, shift_size);
+    attention::WindowShift ws =
+        attention::get_window_size(spatial_of(x, 1, k), window_size, shift_size);
     bool shifted = false;
     for (int64_t s : ws.shift) shifted = shifted || s > 0;
     LUMEN_CHECK(!shifted || mask.defined(), "SwinTransformerBlock",
                 "a shifted block needs the mask of its padded grid");
-    Tensor windowed = window_mix(norm1->forward(x), ws.window, ws.shift, [&](const Tensor& w) {
-        return attn->forward_windows(w, shifted ? mask : Tensor());
-    });
+    Tensor windowed = attention::window_mix(
+        norm1->forward(x), ws.window, ws.shift,
+        [&](const Tensor& w) { return attn->forward_windows(w, shifted ? mask : Tensor()); });
     Tensor h = add(x, windowed);
     return add(h, mlp->forward(norm2->forward(h)));
 }
@@ -68,9 +70,10 @@ Tensor SwinTransformerBlock::forward(const Tensor& x) {
     LUMEN_CHECK(x.ndim() == k + 2, "SwinTransformerBlock", "expects x (B, *S, ", dim, ") with ", k,
                 " spatial dims, got shape ", x.shape());
     std::vector<int64_t> spatial = spatial_of(x, 1, k);
-    MaskCache once;
-    return forward(x, once.get(spatial, get_window_size(spatial, window_size, shift_size),
-                               x.dtype(), x.device()));
+    attention::MaskCache once;
+    return forward(x,
+                   once.get(spatial, attention::get_window_size(spatial, window_size, shift_size),
+                            x.dtype(), x.device()));
 }
 
 std::string SwinTransformerBlock::extra_repr() const {
@@ -106,8 +109,8 @@ Tensor BasicLayer::forward(const Tensor& x) {
     // Only the odd blocks shift: a single block needs no mask.
     Tensor mask;
     if (blocks->size() > 1)
-        mask = masks_.get(spatial, get_window_size(spatial, window_size, shift_size), x.dtype(),
-                          x.device());
+        mask = masks_.get(spatial, attention::get_window_size(spatial, window_size, shift_size),
+                          x.dtype(), x.device());
     // Channels-first -> channels-last for the blocks, and back after the merge.
     std::vector<int64_t> to_last = {0}, to_first = {0, k + 1};
     for (int64_t d = 0; d < k; ++d) {

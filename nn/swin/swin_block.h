@@ -1,7 +1,8 @@
 // The Swin transformer block and stage (MONAI SwinTransformerBlock / BasicLayer as copied by
 // the context-length paper, spec context 2.9): pre-norm shifted-window attention (or a
 // Hyena / MambaVision mixer per window) and a GELU MLP, then PatchMergingV2 at the end of every
-// stage. Window geometry is in nn/swin/window.h, the attention in nn/swin/window_attention.h.
+// stage. Window geometry is in nn/attention/window.h, the attention in
+// nn/attention/window_attention.h.
 #pragma once
 
 #include <memory>
@@ -9,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "nn/attention/window_attention.h"
 #include "nn/container.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
 #include "nn/swin/patch.h"
-#include "nn/swin/window_attention.h"
 
 namespace lumen::nn::swin {
 
@@ -53,7 +54,7 @@ class SwinTransformerBlock : public Module {
     std::string extra_repr() const override;
 
     std::shared_ptr<LayerNorm> norm1, norm2;
-    std::shared_ptr<WindowAttention> attn;
+    std::shared_ptr<attention::WindowAttention> attn;
     std::shared_ptr<MLPBlock> mlp;
     int64_t dim;
     std::vector<int64_t> window_size, shift_size;
@@ -76,7 +77,7 @@ class BasicLayer : public Module {
     std::vector<int64_t> window_size, shift_size;  // shift_size: the odd blocks' shift
 
   private:
-    MaskCache masks_;
+    attention::MaskCache masks_;
 };
 
 }  // namespace lumen::nn::swin

@@ -15,19 +15,6 @@ void check_map(const char* who, const char* name, const Tensor& x, int64_t chann
                 channels, ", H, W), got ", x.shape());
 }
 
-DepthwiseSeparableConv::DepthwiseSeparableConv(int64_t in_ch, int64_t out_ch)
-    : Module("DepthwiseSeparableConv") {
-    depthwise = register_module(
-        "depthwise", make<Conv2d>(in_ch, in_ch, std::vector<int64_t>{3},
-                                  ConvOptions{.padding = {1}, .groups = in_ch, .bias = false}));
-    pointwise = register_module("pointwise", make<Conv2d>(in_ch, out_ch, std::vector<int64_t>{1},
-                                                          ConvOptions{.bias = false}));
-}
-
-Tensor DepthwiseSeparableConv::forward(const Tensor& x) {
-    return pointwise->forward(depthwise->forward(x));
-}
-
 BasicBlock::BasicBlock(int64_t inplanes, int64_t planes, int64_t stride) : Module("BasicBlock") {
     LUMEN_CHECK(inplanes > 0 && planes > 0 && stride > 0, "BasicBlock",
                 "inplanes, planes and stride must be positive, got ", inplanes, ", ", planes, ", ",

@@ -1,7 +1,8 @@
 // UTNet's convolutional pieces (spec sfree_utnet §3.1, 3.2, 3.9; official yhygao/UTNet
-// conv_trans_utils.py / unet_utils.py): the depthwise-separable projection of its attention,
-// the pre-activation residual block, and the pure-convolution down/up stages. The transformer
-// blocks and stages are in nn/utnet/trans_blocks.h. All maps are NCHW, ReLU everywhere.
+// conv_trans_utils.py / unet_utils.py): the pre-activation residual block and the
+// pure-convolution down/up stages. Its attention's depthwise-separable projection is
+// nn/conv.h's DepthwiseSeparableConv, the transformer blocks and stages are in
+// nn/utnet/trans_blocks.h. All maps are NCHW, ReLU everywhere.
 #pragma once
 
 #include <memory>
@@ -13,16 +14,6 @@
 #include "nn/norm.h"
 
 namespace lumen::nn::utnet {
-
-// y = pointwise(depthwise(x)): a 3x3 depthwise conv (pad 1, groups = in, no bias) then a 1x1
-// conv (no bias). Shapes: x (B, in, H, W) -> (B, out, H, W); depthwise.weight (in, 1, 3, 3),
-// pointwise.weight (out, in, 1, 1). Throws [Conv2d] for a wrong channel count.
-class DepthwiseSeparableConv : public Module {
-  public:
-    DepthwiseSeparableConv(int64_t in_ch, int64_t out_ch);
-    Tensor forward(const Tensor& x) override;
-    std::shared_ptr<Conv2d> depthwise, pointwise;
-};
 
 // Pre-activation residual block:
 //   y = conv2(relu(bn2(conv1(relu(bn1(x)))))) + shortcut(x)

@@ -12,8 +12,8 @@ namespace {
 
 // The official blocks give their attention heads of width channels / heads, whatever
 // dim_head the caller passed.
-LinearAttentionOptions with_head_width(LinearAttentionOptions options, int64_t channels,
-                                       const char* who) {
+attention::LinearAttentionOptions with_head_width(attention::LinearAttentionOptions options,
+                                                  int64_t channels, const char* who) {
     LUMEN_CHECK(options.heads > 0 && channels >= options.heads, who, "needs at least one ",
                 "channel per head, got ", channels, " channels and ", options.heads, " heads");
     options.dim_head = channels / options.heads;
@@ -26,11 +26,11 @@ std::shared_ptr<Conv2d> conv1x1(int64_t in, int64_t out, bool bias) {
 
 }  // namespace
 
-BasicTransBlock::BasicTransBlock(int64_t in_ch, const LinearAttentionOptions& options)
+BasicTransBlock::BasicTransBlock(int64_t in_ch, const attention::LinearAttentionOptions& options)
     : Module("BasicTransBlock") {
     bn1 = register_module("bn1", make<BatchNorm2d>(in_ch));
-    attn = register_module(
-        "attn", make<LinearAttention>(in_ch, with_head_width(options, in_ch, "BasicTransBlock")));
+    attn = register_module("attn", make<attention::LinearAttention>(
+                                       in_ch, with_head_width(options, in_ch, "BasicTransBlock")));
     bn2 = register_module("bn2", make<BatchNorm2d>(in_ch));
     mlp = register_module("mlp", conv1x1(in_ch, in_ch, false));
 }
@@ -41,13 +41,13 @@ Tensor BasicTransBlock::forward(const Tensor& x) {
 }
 
 BasicTransDecoderBlock::BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch,
-                                               const LinearAttentionOptions& options)
+                                               const attention::LinearAttentionOptions& options)
     : Module("BasicTransDecoderBlock") {
     bn_l = register_module("bn_l", make<BatchNorm2d>(in_ch));
     bn_h = register_module("bn_h", make<BatchNorm2d>(out_ch));
     conv_ch = register_module("conv_ch", conv1x1(in_ch, out_ch, true));
     attn = register_module(
-        "attn", make<LinearAttentionDecoder>(
+        "attn", make<attention::LinearAttentionDecoder>(
                     in_ch, out_ch, with_head_width(options, out_ch, "BasicTransDecoderBlock")));
     bn2 = register_module("bn2", make<BatchNorm2d>(out_ch));
     mlp = register_module("mlp", conv1x1(out_ch, out_ch, false));
@@ -62,7 +62,7 @@ Tensor BasicTransDecoderBlock::forward(const Tensor& x1, const Tensor& x2) {
 }
 
 DownBlockTrans::DownBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block, bool maxpool,
-                               const LinearAttentionOptions& options)
+                               const attention::LinearAttentionOptions& options)
     : Module("DownBlockTrans") {
     LUMEN_CHECK(num_block > 0, "DownBlockTrans", "num_block must be positive, got ", num_block);
     blocks = register_module("blocks", make<Sequential>());
@@ -79,7 +79,7 @@ DownBlockTrans::DownBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block,
 Tensor DownBlockTrans::forward(const Tensor& x) { return blocks->forward(x); }
 
 UpBlockTrans::UpBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block,
-                           const LinearAttentionOptions& options)
+                           const attention::LinearAttentionOptions& options)
     : UpStage("UpBlockTrans") {
     LUMEN_CHECK(num_block == 0, "UpBlockTrans",
                 "num_block must be 0 (the official layout for num_block > 0 applies "

@@ -1,11 +1,12 @@
 // UTNet's transformer blocks and the stages that use them (spec sfree_utnet §3.7-3.9,
 // Fig. 1c of the paper; official BasicTransBlock, BasicTransDecoderBlock, down_block_trans,
-// up_block_trans). The attention itself is in nn/utnet/linear_attention.h.
+// up_block_trans). The attention itself is in nn/attention/utnet_attention.h.
 #pragma once
 
 #include <memory>
 
-#include "nn/utnet/linear_attention.h"
+#include "nn/attention/utnet_attention.h"
+#include "nn/utnet/conv_blocks.h"
 
 namespace lumen::nn::utnet {
 
@@ -16,10 +17,10 @@ namespace lumen::nn::utnet {
 // Shapes: (B, in_ch, H, W) -> (B, in_ch, H, W).
 class BasicTransBlock : public Module {
   public:
-    BasicTransBlock(int64_t in_ch, const LinearAttentionOptions& options);
+    BasicTransBlock(int64_t in_ch, const attention::LinearAttentionOptions& options);
     Tensor forward(const Tensor& x) override;
     std::shared_ptr<BatchNorm2d> bn1, bn2;
-    std::shared_ptr<LinearAttention> attn;
+    std::shared_ptr<attention::LinearAttention> attn;
     std::shared_ptr<Conv2d> mlp;
 };
 
@@ -31,12 +32,13 @@ class BasicTransBlock : public Module {
 // Shapes: -> (B, out_ch, H, W). Throws [BasicTransDecoderBlock] for wrong input shapes.
 class BasicTransDecoderBlock : public Module {
   public:
-    BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch, const LinearAttentionOptions& options);
+    BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch,
+                           const attention::LinearAttentionOptions& options);
     Tensor forward(const Tensor& x1, const Tensor& x2);
     using Module::forward;
     std::shared_ptr<BatchNorm2d> bn_l, bn_h, bn2;
     std::shared_ptr<Conv2d> conv_ch, mlp;
-    std::shared_ptr<LinearAttentionDecoder> attn;
+    std::shared_ptr<attention::LinearAttentionDecoder> attn;
 };
 
 // Encoder stage with transformer (official `down_block_trans`): blocks.0 MaxPool2d(2),
@@ -46,7 +48,7 @@ class BasicTransDecoderBlock : public Module {
 class DownBlockTrans : public Module {
   public:
     DownBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block, bool maxpool,
-                   const LinearAttentionOptions& options);
+                   const attention::LinearAttentionOptions& options);
     Tensor forward(const Tensor& x) override;
     std::shared_ptr<Sequential> blocks;
 };
@@ -60,7 +62,7 @@ class DownBlockTrans : public Module {
 class UpBlockTrans : public UpStage {
   public:
     UpBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block,
-                 const LinearAttentionOptions& options);
+                 const attention::LinearAttentionOptions& options);
     Tensor forward(const Tensor& x1, const Tensor& x2) override;
     using UpStage::forward;
     std::shared_ptr<BasicTransDecoderBlock> attn_decoder;

@@ -255,7 +255,7 @@ TEST_CASE("registry options: unknown values and keys are named", "[registry]") {
 
 TEST_CASE("vit: every attention variant it offers trains, with the default dropout", "[registry]") {
     // lumen models offers every registered variant for model.attn_type.
-    for (const std::string& type : nn::attention_names())
+    for (const std::string& type : nn::attention::attention_names())
         // 32 x 32 images in 4 x 4 patches: an 8 x 8 grid, which UTNet's relative positions
         // (reduce_size 8) and the windows of swin_window need.
         one_step("vit", opts({{"attn_type", type},

@@ -9,7 +9,7 @@
 #include "models/registry.h"
 #include "models/vit.h"
 #include "nn/attention/attention.h"
-#include "nn/utnet/linear_attention.h"
+#include "nn/attention/utnet_attention.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/reduce.h"
@@ -69,7 +69,7 @@ void one_step(nn::Module& model) {
 
 TEST_CASE("vit: it takes every registered attention variant", "[vit][models]") {
     const std::vector<std::string> types = models::vit_attention_types();
-    CHECK(types == nn::attention_names());
+    CHECK(types == nn::attention::attention_names());
     CHECK(types.size() >= 16);
     for (const std::string& type : models::vit_mean_pool_attention())
         CHECK(std::find(types.begin(), types.end(), type) != types.end());
@@ -110,14 +110,14 @@ TEST_CASE("vit: utnet's reduce_size divides the patch grid", "[vit][models]") {
         models::ViTConfig config = small_config("utnet", "mean");
         config.img_size = c.img;
         models::ViT model(config);
-        auto& attention = dynamic_cast<nn::utnet::UTNetAttention&>(*(*model.blocks)[0].attn);
+        auto& attention = dynamic_cast<nn::attention::UTNetAttention&>(*(*model.blocks)[0].attn);
         CHECK(attention.attention().options.reduce_size == c.reduce_size);
     }
     // An explicit reduce_size is kept.
     models::ViTConfig config = small_config("utnet", "mean");
     config.block.attn_options = {{"reduce_size", 4.0}, {"rel_pos", 0.0}};
     models::ViT model(config);
-    auto& attention = dynamic_cast<nn::utnet::UTNetAttention&>(*(*model.blocks)[0].attn);
+    auto& attention = dynamic_cast<nn::attention::UTNetAttention&>(*(*model.blocks)[0].attn);
     CHECK(attention.attention().options.reduce_size == 4);
 }
 

@@ -43,7 +43,7 @@ inline Tensor rms_formula(const Tensor& u, const Tensor& weight, double eps) {
 }
 
 // timm Attention, head by head: q/k/v of head h are qkv channels [s inner + h Hd, +Hd).
-inline Tensor reference_mhsa(const nn::MHSA& m, const Tensor& x, const Tensor& mask,
+inline Tensor reference_mhsa(const nn::attention::MHSA& m, const Tensor& x, const Tensor& mask,
                              bool causal = false) {
     int64_t inner = m.num_heads * m.head_dim, hd = m.head_dim;
     Tensor qkv = linear(x, m.qkv->weight, m.qkv->bias);
@@ -73,8 +73,8 @@ inline std::pair<Tensor, Tensor> differential_maps(const Tensor& q, const Tensor
 }
 
 // Official MultiheadDiffAttn (no RoPE) with the fused map A = P1 - lambda P2 formed explicitly.
-inline Tensor reference_diff(const nn::MultiheadDiffAttn& m, const Tensor& x, const Tensor& mask,
-                             bool causal = false) {
+inline Tensor reference_diff(const nn::attention::MultiheadDiffAttn& m, const Tensor& x,
+                             const Tensor& mask, bool causal = false) {
     int64_t d = m.head_dim;
     Tensor q = linear(x, m.q_proj->weight), k = linear(x, m.k_proj->weight);
     Tensor v = linear(x, m.v_proj->weight);
@@ -93,8 +93,8 @@ inline Tensor reference_diff(const nn::MultiheadDiffAttn& m, const Tensor& x, co
 }
 
 // M-DGSA by Algorithm 1: A = g A+ - (1 - g) A- with g = sigmoid(gate_proj(x)) per row and head.
-inline Tensor reference_dgsa(const nn::MultiheadDGSA& m, const Tensor& x, const Tensor& mask,
-                             bool causal = false) {
+inline Tensor reference_dgsa(const nn::attention::MultiheadDGSA& m, const Tensor& x,
+                             const Tensor& mask, bool causal = false) {
     int64_t d = m.head_dim;
     Tensor q = linear(x, m.q_proj->weight), k = linear(x, m.k_proj->weight);
     Tensor v = linear(x, m.v_proj->weight);

@@ -34,7 +34,7 @@ inline Tensor to_tokens(const Tensor& m) {
 }
 
 // GDLA Branch(T, lambda) head by head (spec 3.2).
-inline Tensor reference_branch(const nn::gdla::GatedDiffLinearAttn& m, const Tensor& t,
+inline Tensor reference_branch(const nn::attention::GatedDiffLinearAttn& m, const Tensor& t,
                                const Tensor& lambda) {
     int64_t c = m.dim, dh = m.head_dim, d = dh / 2;
     std::vector<Tensor> heads;
@@ -49,7 +49,7 @@ inline Tensor reference_branch(const nn::gdla::GatedDiffLinearAttn& m, const Ten
     return cat(heads, -1);
 }
 
-inline Tensor reference_gdla(const nn::gdla::GatedDiffLinearAttn& m, const Tensor& x,
+inline Tensor reference_gdla(const nn::attention::GatedDiffLinearAttn& m, const Tensor& x,
                              int64_t height, int64_t width) {
     Tensor t = linear(x, m.qkvg->weight, m.qkvg->bias);
     Tensor map = to_map(t, height, width);

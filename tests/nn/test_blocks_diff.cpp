@@ -37,19 +37,20 @@ TEST_CASE("Block presets: timm names, norm/attention/FFN types and widths", "[nn
     CHECK(diff.norm1->type_name() == "RMSNorm");
     CHECK(static_cast<nn::RMSNorm&>(*diff.norm2).eps == 1e-5);
     CHECK(diff.attn->type_name() == "MultiheadDiffAttn");
-    CHECK(static_cast<nn::MultiheadDiffAttn&>(*diff.attn).lambda_init == nn::diff_lambda_init(1));
+    CHECK(static_cast<nn::attention::MultiheadDiffAttn&>(*diff.attn).lambda_init ==
+          nn::attention::diff_lambda_init(1));
     CHECK(diff.tensor("mlp.fc2.weight").shape() == Shape{24, 64});  // floor(16/3 * 24 / 2)
 
     nn::Block dgvit(32, 4, 0, nn::dgvit_block_options(4.0));
-    auto& dgsa = static_cast<nn::MultiheadDGSA&>(*dgvit.attn);
+    auto& dgsa = static_cast<nn::attention::MultiheadDGSA&>(*dgvit.attn);
     CHECK(dgsa.options.q_residual);
     CHECK(dgsa.lambda_init == 0.8);
     CHECK(dgvit.tensor("mlp.fc1.weight").shape() == Shape{128, 32});
     CHECK(dgvit.state_dict().count("norm1.bias") == 1);
 
     nn::Block dgt(24, 3, 2, nn::dgt_layer_options(2.0));
-    CHECK(!static_cast<nn::MultiheadDGSA&>(*dgt.attn).options.q_residual);
-    CHECK(static_cast<nn::MultiheadDGSA&>(*dgt.attn).lambda_init == 0.8);
+    CHECK(!static_cast<nn::attention::MultiheadDGSA&>(*dgt.attn).options.q_residual);
+    CHECK(static_cast<nn::attention::MultiheadDGSA&>(*dgt.attn).lambda_init == 0.8);
     CHECK(dgt.tensor("mlp.fc2.weight").shape() == Shape{24, 24});
     CHECK(dgt.state_dict().count("norm1.bias") == 0);
 }
@@ -77,7 +78,7 @@ TEST_CASE("Block: x + attn(norm1 x) then + mlp(norm2 x), masks reach the attenti
     randomize(block, 20);
     Tensor x = random_input({2, 6, 12}, 21);
     Tensor mask = padding_mask(6, {6, 3});
-    nn::AttentionContext context{.key_padding_mask = mask};
+    nn::attention::AttentionContext context{.key_padding_mask = mask};
     Tensor h = add(x, block.attn->forward(block.norm1->forward(x), context));
     Tensor want = add(h, block.mlp->forward(block.norm2->forward(h)));
     require_close(block.forward(x, context), want, 1e-12, 1e-13);

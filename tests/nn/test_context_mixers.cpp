@@ -39,24 +39,24 @@ bool has_key(const nn::Module& m, const std::string& key) { return m.state_dict(
 TEST_CASE("hyena: positional tables and decay rates are the oracle's initial values",
           "[nn][context][hyena]") {
     SafetensorsFile file = load_safetensors(oracle_file("hyena_filter"));
-    nn::HyenaFilter filter(6, 16, 64);  // the vector's d, order, l_max
+    nn::attention::HyenaFilter filter(6, 16, 64);  // the vector's d, order, l_max
     require_close(filter.pos_emb->z, file.tensors.at("p.pos_emb.z"), 1e-6, 1e-7);
     require_close(filter.pos_emb->t, file.tensors.at("b.pos_emb.t"), 1e-6, 1e-7);
     require_close(filter.modulation->deltas, file.tensors.at("b.modulation.deltas"), 1e-6, 1e-7);
     CHECK(filter.pos_emb->z.requires_grad());  // a parameter (decision D4)
     // Three-band table: z = [t, cos(f w) x2, -sin(f w) x2], f = (1e-4, 1).
-    auto [t, z] = nn::hyena_positional_table(10, 5);
+    auto [t, z] = nn::attention::hyena_positional_table(10, 5);
     std::vector<double> row = z.select(1, 3).contiguous().to_vector<double>();
     double w = 2.0 * std::numbers::pi * 3.0 / 10.0;
     require_close(from_vector(row),
                   {3.0 / 9.0, std::cos(1e-4 * w), std::cos(w), -std::sin(1e-4 * w), -std::sin(w)},
                   1e-6, 1e-7);
-    require_error([] { nn::hyena_positional_table(8, 4); }, {"[HyenaFilter]", "odd"});
+    require_error([] { nn::attention::hyena_positional_table(8, 4); }, {"[HyenaFilter]", "odd"});
 }
 
 TEST_CASE("hyena: the filter shares one Sin and keeps the reference's names",
           "[nn][context][hyena]") {
-    nn::HyenaOperator hyena(12, 40, 8, 3, 5);
+    nn::attention::HyenaOperator hyena(12, 40, 8, 3, 5);
     std::map<std::string, Tensor> state = hyena.state_dict();
     for (const char* key :
          {"in_proj.weight", "in_proj.bias", "out_proj.weight", "out_proj.bias",
@@ -77,7 +77,7 @@ TEST_CASE("hyena: the filter shares one Sin and keeps the reference's names",
 
 TEST_CASE("hyena: the operator equals a direct causal convolution, head by head",
           "[nn][context][hyena]") {
-    nn::HyenaOperator hyena(6, 16, 8, 2, 3);
+    nn::attention::HyenaOperator hyena(6, 16, 8, 2, 3);
     hyena.to(DType::float64);
     Tensor x = random_input({2, 11, 6}, 3);
     int64_t length = 11, hd = 3;
@@ -93,7 +93,7 @@ TEST_CASE("hyena: the operator equals a direct causal convolution, head by head"
 }
 
 TEST_CASE("hyena: outputs never depend on later tokens", "[nn][context][hyena]") {
-    nn::HyenaOperator hyena(8, 32, 8, 2);
+    nn::attention::HyenaOperator hyena(8, 32, 8, 2);
     Tensor x = random_input({1, 9, 8}, 4).to(DType::float32);
     Tensor changed = x.clone();
     changed.narrow(1, 6, 3).fill_(5.0);
@@ -103,17 +103,17 @@ TEST_CASE("hyena: outputs never depend on later tokens", "[nn][context][hyena]")
 }
 
 TEST_CASE("hyena: gradients match finite differences", "[nn][context][hyena]") {
-    nn::HyenaOperator hyena(6, 12, 4, 3, 5);
+    nn::attention::HyenaOperator hyena(6, 12, 4, 3, 5);
     module_gradcheck(hyena, random_input({2, 7, 6}, 5));
-    nn::HyenaFilter filter(3, 4, 10);
+    nn::attention::HyenaFilter filter(3, 4, 10);
     module_gradcheck(filter, [&](const std::vector<Tensor>&) { return filter.forward(9); }, {});
 }
 
 TEST_CASE("hyena: registry entry and errors", "[nn][context][hyena]") {
-    nn::AttentionConfig config{.type = "hyena", .dim = 16, .num_heads = 4};
+    nn::attention::AttentionConfig config{.type = "hyena", .dim = 16, .num_heads = 4};
     config.options = {{"l_max", 64}, {"filter_order", 8}};
-    auto attention = nn::make_attention(config);
-    auto* hyena = dynamic_cast<nn::HyenaOperator*>(attention.get());
+    auto attention = nn::attention::make_attention(config);
+    auto* hyena = dynamic_cast<nn::attention::HyenaOperator*>(attention.get());
     REQUIRE(hyena != nullptr);
     CHECK(hyena->head_dim == 4);
     CHECK(hyena->filter_fn->pos_emb->z.shape() == Shape{1, 64, 3});
@@ -124,7 +124,7 @@ TEST_CASE("hyena: registry entry and errors", "[nn][context][hyena]") {
         },
         {"[HyenaOperator]", "65", "l_max = 64"});
     require_error([&] { attention->forward(ones({1, 5, 15})); }, {"[HyenaOperator]", "[1, 5, 15]"});
-    nn::AttentionContext masked;
+    nn::attention::AttentionContext masked;
     masked.key_padding_mask = zeros({1, 5}, DType::bool_);
     require_error(
         [&] {
@@ -132,12 +132,13 @@ TEST_CASE("hyena: registry entry and errors", "[nn][context][hyena]") {
         },
         {"[HyenaOperator]", "padding mask"});
     config.options = {{"window", 3}};
-    require_error([&] { nn::make_attention(config); }, {"[hyena]", "window"});
-    require_error([] { nn::HyenaOperator(10, 32, 8, 3); }, {"[HyenaOperator]", "num_heads 3"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[hyena]", "window"});
+    require_error([] { nn::attention::HyenaOperator(10, 32, 8, 3); },
+                  {"[HyenaOperator]", "num_heads 3"});
 }
 
 TEST_CASE("mamba: parameter names, shapes and Mamba's initialisation", "[nn][context][mamba]") {
-    nn::MambaVisionMixer mixer(40, 8, 3, 1);
+    nn::attention::MambaVisionMixer mixer(40, 8, 3, 1);
     CHECK(mixer.dt_rank == 3);  // ceil(40 / 16)
     std::map<std::string, Tensor> state = mixer.state_dict();
     CHECK(state.size() == 9);
@@ -161,7 +162,7 @@ TEST_CASE("mamba: parameter names, shapes and Mamba's initialisation", "[nn][con
 
 TEST_CASE("mamba: the mixer equals the reference's separate-conv formulation",
           "[nn][context][mamba]") {
-    nn::MambaVisionMixer mixer(12, 4, 3, 1, 2);
+    nn::attention::MambaVisionMixer mixer(12, 4, 3, 1, 2);
     mixer.to(DType::float64);
     Tensor u = random_input({2, 9, 12}, 6);
     int64_t e = 6;
@@ -182,34 +183,34 @@ TEST_CASE("mamba: the mixer equals the reference's separate-conv formulation",
 }
 
 TEST_CASE("mamba: gradients match finite differences", "[nn][context][mamba]") {
-    nn::MambaVisionMixer mixer(8, 4, 3, 1);
+    nn::attention::MambaVisionMixer mixer(8, 4, 3, 1);
     module_gradcheck(mixer, random_input({2, 6, 8}, 7));
-    nn::MambaVisionBlock block(6, 2.0, 0.5);
+    nn::attention::MambaVisionBlock block(6, 2.0, 0.5);
     module_gradcheck(block, random_input({1, 5, 6}, 8));
 }
 
 TEST_CASE("mamba: block layer scale, registry entry and errors", "[nn][context][mamba]") {
-    nn::MambaVisionBlock plain(8);
+    nn::attention::MambaVisionBlock plain(8);
     CHECK(!has_key(plain, "gamma_1"));
     CHECK(has_key(plain, "mlp.fc1.weight"));
     CHECK(plain.mlp->fc1->weight.shape() == Shape{32, 8});
-    nn::MambaVisionBlock scaled(8, 4.0, 0.5);
+    nn::attention::MambaVisionBlock scaled(8, 4.0, 0.5);
     CHECK(scaled.gamma_2.to_vector<float>()[3] == Approx(0.5));
-    nn::AttentionConfig config{.type = "mamba", .dim = 24, .num_heads = 3};
+    nn::attention::AttentionConfig config{.type = "mamba", .dim = 24, .num_heads = 3};
     config.options = {{"d_state", 4}, {"dt_rank", 5}};
-    auto attention = nn::make_attention(config);
-    auto* mixer = dynamic_cast<nn::MambaVisionMixer*>(attention.get());
+    auto attention = nn::attention::make_attention(config);
+    auto* mixer = dynamic_cast<nn::attention::MambaVisionMixer*>(attention.get());
     REQUIRE(mixer != nullptr);
     CHECK(mixer->dt_rank == 5);
     CHECK(mixer->x_proj->weight.shape() == Shape{13, 12});
     CHECK(attention->forward(ones({2, 10, 24})).shape() == Shape{2, 10, 24});
-    require_error([] { nn::MambaVisionMixer(7); }, {"[MambaVisionMixer]", "even", "7"});
+    require_error([] { nn::attention::MambaVisionMixer(7); }, {"[MambaVisionMixer]", "even", "7"});
     require_error(
         [&] {
             attention->forward(ones({2, 10, 12}));
         },
         {"[MambaVisionMixer]", "[2, 10, 12]"});
-    nn::AttentionContext causal;
+    nn::attention::AttentionContext causal;
     causal.causal = true;
     require_error(
         [&] {
@@ -217,20 +218,20 @@ TEST_CASE("mamba: block layer scale, registry entry and errors", "[nn][context][
         },
         {"[MambaVisionMixer]", "causal"});
     config.options = {{"heads", 2}};
-    require_error([&] { nn::make_attention(config); }, {"[mamba]", "heads"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[mamba]", "heads"});
 }
 
 TEST_CASE("hyena and mamba: proj_drop drops the output, attn_drop is refused",
           "[nn][context][hyena][mamba]") {
     for (const char* type : {"hyena", "mamba"}) {
         INFO(type);
-        nn::AttentionConfig config{.type = type, .dim = 8, .num_heads = 2};
+        nn::attention::AttentionConfig config{.type = type, .dim = 8, .num_heads = 2};
         config.options = {{std::string(type) == "hyena" ? "l_max" : "d_state", 16}};
         // Without dropout the module is the reference's: no proj_drop child.
-        auto plain = nn::make_attention(config);
+        auto plain = nn::attention::make_attention(config);
         for (const auto& [name, child] : plain->named_children()) CHECK(name != "proj_drop");
         config.proj_drop = 0.5;
-        auto attention = nn::make_attention(config);
+        auto attention = nn::attention::make_attention(config);
         Tensor x = random_input({2, 16, 8}, 3).to(DType::float32);
         attention->eval();
         Tensor kept = attention->forward(x);
@@ -247,7 +248,7 @@ TEST_CASE("hyena and mamba: proj_drop drops the output, attn_drop is refused",
         CHECK(zeros > 0);
         CHECK(zeros < int64_t(a.size()));
         config.attn_drop = 0.1;
-        require_error([&] { nn::make_attention(config); },
+        require_error([&] { nn::attention::make_attention(config); },
                       {"[" + std::string(type) + "]", "attention map", "attn_drop", "0.1"});
     }
 }

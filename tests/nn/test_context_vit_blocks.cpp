@@ -55,7 +55,7 @@ TEST_CASE("SABlock: MONAI attention equals timm's MHSA with the same weights",
     SABlock block(12, 3);
     CHECK(!block.qkv->bias.defined());
     CHECK(has_key(block, "out_proj.bias"));
-    nn::MHSA mhsa(12, 3, -1, false);
+    nn::attention::MHSA mhsa(12, 3, -1, false);
     {
         NoGradGuard no_grad;
         mhsa.qkv->weight.copy_(block.qkv->weight);

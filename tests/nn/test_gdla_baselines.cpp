@@ -15,7 +15,7 @@ Tensor softmax_head(const Tensor& q, const Tensor& k, double scale) {
     return softmax(mul(matmul(q, k.transpose(1, 2)), scale), -1);
 }
 
-Tensor reference_pvt_sa(const nn::gdla::MultiHeadSelfAttn& m, const Tensor& x) {
+Tensor reference_pvt_sa(const nn::attention::MultiHeadSelfAttn& m, const Tensor& x) {
     int64_t c = m.dim, dh = m.head_dim;
     Tensor t = linear(x, m.qkv->weight, m.qkv->bias);
     std::vector<Tensor> heads;
@@ -28,7 +28,7 @@ Tensor reference_pvt_sa(const nn::gdla::MultiHeadSelfAttn& m, const Tensor& x) {
     return linear(cat(heads, -1), m.out_proj->weight, m.out_proj->bias);
 }
 
-Tensor reference_pvt_da(const nn::gdla::MultiHeadDiffAttn& m, const Tensor& x) {
+Tensor reference_pvt_da(const nn::attention::MultiHeadDiffAttn& m, const Tensor& x) {
     int64_t c = m.dim, dh = m.head_dim, d = dh / 2;
     Tensor t = linear(x, m.qkv->weight, m.qkv->bias);
     Tensor lambda =
@@ -62,16 +62,16 @@ TEST_CASE("rope: nn/rope.h is spec gdla's 1-D interleaved RoPE over the token in
 TEST_CASE("MultiHeadSelfAttn (gdla): qkv with bias, RoPE on q and k, float64 gradients",
           "[nn][attention][gdla]") {
     for (bool rope : {false, true}) {
-        nn::gdla::MultiHeadSelfAttn attn(12, 2, true, rope);
+        nn::attention::MultiHeadSelfAttn attn(12, 2, true, rope);
         attn.to(DType::float64);
         randomize(attn, 40);
         Tensor x = random_input({2, 7, 12}, 41);
         require_close(attn.forward(x), reference_pvt_sa(attn, x), 1e-11, 1e-12);
     }
-    nn::gdla::MultiHeadSelfAttn small(4, 2, true, true);
+    nn::attention::MultiHeadSelfAttn small(4, 2, true, true);
     randomize(small, 42);
     module_gradcheck(small, random_input({2, 3, 4}, 43));
-    require_error([] { nn::gdla::MultiHeadSelfAttn bad(6, 2, true, true); },
+    require_error([] { nn::attention::MultiHeadSelfAttn bad(6, 2, true, true); },
                   {"[MultiHeadSelfAttn]", "even"});
 }
 
@@ -79,9 +79,9 @@ TEST_CASE("MultiHeadDiffAttn (gdla): sub-heads, lambda_init by depth, float64 gr
           "[nn][attention][gdla]") {
     const double want[] = {0.2, 0.35551, 0.47071, 0.55606};  // depth 0..3 (spec D7)
     for (int64_t depth = 0; depth < 4; ++depth)
-        CHECK(std::abs(nn::gdla::pvt_lambda_init(depth) - want[depth]) < 5e-6);
+        CHECK(std::abs(nn::attention::pvt_lambda_init(depth) - want[depth]) < 5e-6);
     for (bool rope : {false, true}) {
-        nn::gdla::MultiHeadDiffAttn attn(16, 2, 2, true, rope);
+        nn::attention::MultiHeadDiffAttn attn(16, 2, 2, true, rope);
         CHECK(attn.lambda_q1.shape() == Shape{8});
         CHECK(attn.subln->weight.shape() == Shape{8});
         CHECK(attn.state_dict().count("out_proj.bias") == 0);
@@ -90,12 +90,12 @@ TEST_CASE("MultiHeadDiffAttn (gdla): sub-heads, lambda_init by depth, float64 gr
         Tensor x = random_input({2, 5, 16}, 51);
         require_close(attn.forward(x), reference_pvt_da(attn, x), 1e-11, 1e-12);
     }
-    nn::gdla::MultiHeadDiffAttn small(8, 2, 1, true, true);
+    nn::attention::MultiHeadDiffAttn small(8, 2, 1, true, true);
     randomize(small, 52);
     module_gradcheck(small, random_input({2, 3, 8}, 53));
-    require_error([] { nn::gdla::MultiHeadDiffAttn bad(12, 2, 1, true, true); },
+    require_error([] { nn::attention::MultiHeadDiffAttn bad(12, 2, 1, true, true); },
                   {"[MultiHeadDiffAttn]", "d = head_dim / 2 = 3"});
-    require_error([] { nn::gdla::MultiHeadDiffAttn bad(6, 2, 1); },
+    require_error([] { nn::attention::MultiHeadDiffAttn bad(6, 2, 1); },
                   {"[MultiHeadDiffAttn]", "dim 6"});
 }
 
@@ -121,8 +121,8 @@ TEST_CASE("PreNormBlock: sa / la / da layouts, residual structure, float64 gradi
     nn::gdla::PreNormBlock da("da", 8, 2, {.hidden_ratio = 2.0, .depth = 3});
     CHECK(da.attn->type_name() == "MultiHeadDiffAttn");
     CHECK(da.tensor("mlp.fc1.weight").shape() == Shape{32, 8});
-    CHECK(std::abs(dynamic_cast<nn::gdla::MultiHeadDiffAttn&>(*da.attn).lambda_init - 0.55606) <
-          5e-6);
+    CHECK(std::abs(dynamic_cast<nn::attention::MultiHeadDiffAttn&>(*da.attn).lambda_init -
+                   0.55606) < 5e-6);
     for (nn::gdla::PreNormBlock* block : {&sa, &la, &da}) {
         block->to(DType::float64);
         randomize(*block, 70);
@@ -145,16 +145,17 @@ TEST_CASE("PreNormBlock: sa / la / da layouts, residual structure, float64 gradi
 
 TEST_CASE("attention registry: pvt_sa and pvt_da take rope and depth options",
           "[nn][attention][gdla]") {
-    nn::AttentionConfig config{
+    nn::attention::AttentionConfig config{
         .type = "pvt_da", .dim = 16, .num_heads = 2, .layer_index = 1, .options = {{"rope", 1.0}}};
-    auto built = nn::make_attention(config);
-    auto& da = dynamic_cast<nn::gdla::MultiHeadDiffAttn&>(*built);
+    auto built = nn::attention::make_attention(config);
+    auto& da = dynamic_cast<nn::attention::MultiHeadDiffAttn&>(*built);
     CHECK(da.use_rope);
     CHECK(da.depth == 1);
     config.options.push_back({"depth", 3.0});
-    CHECK(dynamic_cast<nn::gdla::MultiHeadDiffAttn&>(*nn::make_attention(config)).depth == 3);
+    CHECK(dynamic_cast<nn::attention::MultiHeadDiffAttn&>(*nn::attention::make_attention(config))
+              .depth == 3);
     config.type = "pvt_sa";
-    require_error([&] { nn::make_attention(config); }, {"[pvt_sa]", "depth"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[pvt_sa]", "depth"});
 }
 
 TEST_CASE("gdla oracle vectors: softmax and differential mixers and pre-norm blocks pass",

@@ -5,17 +5,17 @@
 #include <cmath>
 
 #include "nn/attention/attention.h"
+#include "nn/attention/spatial_reduction_attention.h"
 #include "nn/pvt/pvt_blocks.h"
-#include "nn/pvt/sr_attention.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
 using namespace lumen::testing;
+using nn::attention::SRAttention;
 using nn::pvt::MlpWithDepthwiseConv;
 using nn::pvt::OverlapPatchEmbed;
 using nn::pvt::PVTBlock;
 using nn::pvt::PVTStage;
-using nn::pvt::SRAttention;
 
 namespace {
 
@@ -87,9 +87,9 @@ TEST_CASE("SRAttention: timm key names and shapes for sr 1, sr r and the linear 
     SRAttention pooled(16, 2, 8, true, false);
     CHECK(pooled.tensor("sr.weight").shape() == Shape{16, 16, 1, 1});
     CHECK(pooled.state_dict().count("q.bias") == 0);
-    CHECK(nn::pvt::reduced_tokens(9, 11, 4, false) == 4);
-    CHECK(nn::pvt::reduced_tokens(9, 11, 4, true) == 49);
-    CHECK(nn::pvt::reduced_tokens(9, 11, 1, false) == 99);
+    CHECK(nn::attention::reduced_tokens(9, 11, 4, false) == 4);
+    CHECK(nn::attention::reduced_tokens(9, 11, 4, true) == 49);
+    CHECK(nn::attention::reduced_tokens(9, 11, 1, false) == 99);
 }
 
 TEST_CASE("SRAttention equals the head-by-head reference (sr 1, 2, 4, linear, small grids)",
@@ -107,7 +107,7 @@ TEST_CASE("SRAttention equals the head-by-head reference (sr 1, 2, 4, linear, sm
         m.to(DType::float64);
         randomize(m, 3);
         Tensor x = random_input({2, c.height * c.width, c.dim}, 4);
-        nn::AttentionContext context{.grid = {c.height, c.width}};
+        nn::attention::AttentionContext context{.grid = {c.height, c.width}};
         require_close(m.forward(x, context), reference_sra(m, x, c.height, c.width), 1e-10, 1e-12);
     }
 }
@@ -126,7 +126,8 @@ TEST_CASE("SRAttention: prefix tokens are queries and unreduced keys (sr 1, 2, l
         m.to(DType::float64);
         randomize(m, 5);
         Tensor x = random_input({2, c.prefix + c.height * c.width, 8}, 6);
-        nn::AttentionContext context{.grid = {c.height, c.width}, .prefix_tokens = c.prefix};
+        nn::attention::AttentionContext context{.grid = {c.height, c.width},
+                                                .prefix_tokens = c.prefix};
         Tensor y = m.forward(x, context);
         require_close(y, reference_sra(m, x, c.height, c.width, c.prefix), 1e-10, 1e-12);
     }
@@ -158,7 +159,7 @@ TEST_CASE("SRAttention: errors name the module and the offending values", "[nn][
     require_error([&] { m.forward(x); }, {"[SRAttention]", "grid"});
     require_error([&] { m.forward(x, 3, 5); }, {"[SRAttention]", "H = 3", "W = 5"});
     require_error([&] { m.forward(x, 3, 4); }, {"[SRAttention]", "3x4", "sr_ratio 4"});
-    nn::AttentionContext masked{.grid = {3, 4}, .causal = true};
+    nn::attention::AttentionContext masked{.grid = {3, 4}, .causal = true};
     require_error([&] { m.forward(x, masked); }, {"[SRAttention]", "mask"});
     require_error([] { SRAttention(10, 4); }, {"[SRAttention]", "dim 10", "num_heads 4"});
     require_error([] { SRAttention(8, 2, 0); }, {"[SRAttention]", "sr_ratio"});
@@ -166,27 +167,28 @@ TEST_CASE("SRAttention: errors name the module and the offending values", "[nn][
 
 TEST_CASE("pvt_sra is in the attention registry with sr_ratio and linear options",
           "[nn][pvt][attention]") {
-    nn::AttentionConfig config{.type = "pvt_sra",
-                               .dim = 16,
-                               .num_heads = 2,
-                               .head_dim = 8,
-                               .options = {{"sr_ratio", 2.0}}};
-    auto attention = nn::make_attention(config);
+    nn::attention::AttentionConfig config{.type = "pvt_sra",
+                                          .dim = 16,
+                                          .num_heads = 2,
+                                          .head_dim = 8,
+                                          .options = {{"sr_ratio", 2.0}}};
+    auto attention = nn::attention::make_attention(config);
     auto* sra = dynamic_cast<SRAttention*>(attention.get());
     REQUIRE(sra != nullptr);
     CHECK(sra->sr_ratio == 2);
     CHECK(!sra->linear);
-    Tensor y = attention->forward(zeros({1, 20, 16}), nn::AttentionContext{.grid = {4, 5}});
+    Tensor y =
+        attention->forward(zeros({1, 20, 16}), nn::attention::AttentionContext{.grid = {4, 5}});
     CHECK(y.shape() == Shape{1, 20, 16});
     config.options = {{"linear", 1.0}};
-    CHECK(dynamic_cast<SRAttention&>(*nn::make_attention(config)).linear);
+    CHECK(dynamic_cast<SRAttention&>(*nn::attention::make_attention(config)).linear);
     config.options = {{"window", 7.0}};
-    require_error([&] { nn::make_attention(config); }, {"[pvt_sra]", "window"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[pvt_sra]", "window"});
     config.options = {{"sr_ratio", 1.5}};
-    require_error([&] { nn::make_attention(config); }, {"[pvt_sra]", "1.5"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[pvt_sra]", "1.5"});
     config.options = {};
     config.head_dim = 4;
-    require_error([&] { nn::make_attention(config); }, {"[pvt_sra]", "head_dim"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[pvt_sra]", "head_dim"});
 }
 
 TEST_CASE("OverlapPatchEmbed: conv, NHWC LayerNorm, floor((H + 2 (k/2) - k) / s) + 1",

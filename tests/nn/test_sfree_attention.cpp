@@ -14,7 +14,7 @@
 
 using namespace lumen;
 using namespace lumen::testing;
-using nn::sfree::PreNormAttentionOptions;
+using nn::attention::PreNormAttentionOptions;
 
 namespace {
 
@@ -41,14 +41,14 @@ Tensor l1_reference(const Tensor& x, double eps) {
 
 // The frame computed head by head from the module's tensors; `kind` picks the mix, always in
 // the N x N order: 0 softmax, 1 seqnorm, 2 SimA.
-Tensor frame_reference(nn::sfree::PreNormAttention& m, const Tensor& x, int kind) {
+Tensor frame_reference(nn::attention::PreNormAttention& m, const Tensor& x, int kind) {
     Tensor u = layer_norm(x, {m.dim}, m.norm->weight, m.norm->bias, 1e-5);
     Tensor qkv = linear(u, m.to_qkv->weight, m.to_qkv->bias);
     int64_t d = m.dim_head, inner = m.inner_dim, n = x.size(1);
     Tensor q = qkv.narrow(2, 0, inner), k = qkv.narrow(2, inner, inner);
     Tensor v = qkv.narrow(2, 2 * inner, inner);
     if (kind == 1) {
-        auto& s = dynamic_cast<nn::sfree::SeqNormAttention&>(m);
+        auto& s = dynamic_cast<nn::attention::SeqNormAttention&>(m);
         q = seq_norm_reference(q, s.q_norm->weight, s.q_norm->bias, 1e-5);
         k = seq_norm_reference(k, s.k_norm->weight, s.k_norm->bias, 1e-5);
         v = seq_norm_reference(v, s.v_norm->weight, s.v_norm->bias, 1e-5);
@@ -72,16 +72,16 @@ Tensor frame_reference(nn::sfree::PreNormAttention& m, const Tensor& x, int kind
 TEST_CASE("sfree attentions are registered under their names with vit-pytorch's parameters",
           "[nn][sfree][attention]") {
     for (const char* name : {"vitpt_softmax", "seqnorm", "vitpt_sima", "sima"}) {
-        auto names = nn::attention_names();
+        auto names = nn::attention::attention_names();
         CHECK(std::find(names.begin(), names.end(), name) != names.end());
     }
-    nn::AttentionConfig config{.type = "seqnorm",
-                               .dim = 12,
-                               .num_heads = 3,
-                               .head_dim = 5,
-                               .qkv_bias = false,
-                               .options = {{"eps", 1e-3}}};
-    auto seqnorm = nn::make_attention(config);
+    nn::attention::AttentionConfig config{.type = "seqnorm",
+                                          .dim = 12,
+                                          .num_heads = 3,
+                                          .head_dim = 5,
+                                          .qkv_bias = false,
+                                          .options = {{"eps", 1e-3}}};
+    auto seqnorm = nn::attention::make_attention(config);
     std::vector<std::string> keys;
     for (auto& [key, value] : seqnorm->state_dict()) keys.push_back(key);
     CHECK(keys == std::vector<std::string>{"k_norm.bias", "k_norm.weight", "norm.bias",
@@ -90,17 +90,18 @@ TEST_CASE("sfree attentions are registered under their names with vit-pytorch's 
                                            "v_norm.bias", "v_norm.weight"});
     CHECK(seqnorm->tensor("to_qkv.weight").shape() == Shape{45, 12});
     CHECK(seqnorm->tensor("to_out.0.weight").shape() == Shape{12, 15});
-    CHECK(dynamic_cast<nn::sfree::SeqNormAttention&>(*seqnorm).q_norm->eps == 1e-3);
+    CHECK(dynamic_cast<nn::attention::SeqNormAttention&>(*seqnorm).q_norm->eps == 1e-3);
     config.type = "vitpt_softmax";
     config.options.clear();
-    CHECK(nn::make_attention(config)->num_parameters() == 24 + 45 * 12 + 12 * 15 + 12);
+    CHECK(nn::attention::make_attention(config)->num_parameters() == 24 + 45 * 12 + 12 * 15 + 12);
     config.type = "vitpt_sima";
-    CHECK(nn::make_attention(config)->num_parameters() == 24 + 45 * 12 + 12 * 15 + 12);
+    CHECK(nn::attention::make_attention(config)->num_parameters() == 24 + 45 * 12 + 12 * 15 + 12);
     // heads == 1 and dim_head == dim: vit-pytorch drops to_out
-    nn::sfree::PreNormSoftmaxAttention single(8, frame(1, 8));
+    nn::attention::PreNormSoftmaxAttention single(8, frame(1, 8));
     CHECK(single.num_parameters() == 16 + 24 * 8);
-    nn::AttentionConfig official{.type = "sima", .dim = 16, .num_heads = 4, .qkv_bias = true};
-    CHECK(nn::make_attention(official)->tensor("qkv.bias").shape() == Shape{48});
+    nn::attention::AttentionConfig official{
+        .type = "sima", .dim = 16, .num_heads = 4, .qkv_bias = true};
+    CHECK(nn::attention::make_attention(official)->tensor("qkv.bias").shape() == Shape{48});
 }
 
 TEST_CASE("sfree attentions match head-by-head references in the N x N order",
@@ -111,10 +112,10 @@ TEST_CASE("sfree attentions match head-by-head references in the N x N order",
     for (Case c : {Case{2, 9, 10, 3, 4}, Case{3, 3, 16, 2, 8}, Case{1, 21, 6, 1, 5}}) {
         INFO("N " << c.tokens << ", d " << c.dim_head);
         Tensor x = random_input({c.batch, c.tokens, c.dim}, 7, -2, 2).to(DType::float32);
-        nn::sfree::PreNormSoftmaxAttention soft(c.dim, frame(c.heads, c.dim_head));
-        nn::sfree::SeqNormAttention seq(c.dim, frame(c.heads, c.dim_head));
-        nn::sfree::PreNormSimAAttention sima(c.dim, frame(c.heads, c.dim_head));
-        nn::sfree::PreNormAttention* modules[] = {&soft, &seq, &sima};
+        nn::attention::PreNormSoftmaxAttention soft(c.dim, frame(c.heads, c.dim_head));
+        nn::attention::SeqNormAttention seq(c.dim, frame(c.heads, c.dim_head));
+        nn::attention::PreNormSimAAttention sima(c.dim, frame(c.heads, c.dim_head));
+        nn::attention::PreNormAttention* modules[] = {&soft, &seq, &sima};
         for (int kind = 0; kind < 3; ++kind) {
             randomize(*modules[kind], 10 + uint64_t(kind));
             require_close(modules[kind]->forward(x), frame_reference(*modules[kind], x, kind), 1e-4,
@@ -126,11 +127,11 @@ TEST_CASE("sfree attentions match head-by-head references in the N x N order",
 TEST_CASE("sfree attentions: float64 gradients match finite differences",
           "[nn][sfree][attention][gradcheck]") {
     Tensor x = random_input({2, 5, 6}, 3, -1.5, 1.5);
-    nn::sfree::PreNormSoftmaxAttention soft(6, frame(2, 4));
-    nn::sfree::SeqNormAttention seq(6, frame(2, 4));
-    nn::sfree::PreNormSimAAttention sima_long(6, frame(2, 3));   // N >= d: Q (K^T V)
-    nn::sfree::PreNormSimAAttention sima_short(6, frame(1, 7));  // N < d: (Q K^T) V
-    nn::sima::SimA official(6, 2, true);
+    nn::attention::PreNormSoftmaxAttention soft(6, frame(2, 4));
+    nn::attention::SeqNormAttention seq(6, frame(2, 4));
+    nn::attention::PreNormSimAAttention sima_long(6, frame(2, 3));   // N >= d: Q (K^T V)
+    nn::attention::PreNormSimAAttention sima_short(6, frame(1, 7));  // N < d: (Q K^T) V
+    nn::attention::SimA official(6, 2, true);
     nn::Module* modules[] = {&soft, &seq, &sima_long, &sima_short, &official};
     for (size_t i = 0; i < 5; ++i) {
         INFO(modules[i]->type_name() << " #" << i);
@@ -144,7 +145,7 @@ TEST_CASE("sfree attentions: float64 gradients match finite differences",
 
 TEST_CASE("SimA: (Q K^T) V and Q (K^T V) give the same values and gradients",
           "[nn][sfree][attention][sima]") {
-    using nn::sima::SimAOrder;
+    using nn::attention::SimAOrder;
     for (int64_t tokens : {3, 12}) {
         INFO("N " << tokens);
         Tensor q = random_input({1, 2, tokens, 8}, 1), k = random_input({1, 2, tokens, 8}, 2);
@@ -152,15 +153,15 @@ TEST_CASE("SimA: (Q K^T) V and Q (K^T V) give the same values and gradients",
         for (SimAOrder order : {SimAOrder::qk_first, SimAOrder::kv_first}) {
             gradcheck(
                 [&](const std::vector<Tensor>& in) {
-                    return nn::sima::sima_mix(in[0], in[1], in[2], order);
+                    return nn::attention::sima_mix(in[0], in[1], in[2], order);
                 },
                 {q, k, v});
         }
-        require_close(nn::sima::sima_mix(q, k, v, SimAOrder::qk_first),
-                      nn::sima::sima_mix(q, k, v, SimAOrder::kv_first), 1e-12, 1e-13);
+        require_close(nn::attention::sima_mix(q, k, v, SimAOrder::qk_first),
+                      nn::attention::sima_mix(q, k, v, SimAOrder::kv_first), 1e-12, 1e-13);
         // the module with each order: same output and parameter gradients (float32)
         Tensor x = random_input({2, tokens, 16}, 4).to(DType::float32);
-        nn::sima::SimA a(16, 2, true), b(16, 2, true);
+        nn::attention::SimA a(16, 2, true), b(16, 2, true);
         b.load_state_dict(a.state_dict());
         a.order = SimAOrder::qk_first;
         b.order = SimAOrder::kv_first;
@@ -178,13 +179,14 @@ TEST_CASE("seqnorm and SimA stay linear in N: 20000 tokens in little memory and 
     // largest intermediate is (B, N, 3D). An N x N float matrix per head would be 1.6 GB here.
     const int64_t tokens = 20000;
     Tensor x = random_input({1, tokens, 16}, 5).to(DType::float32);
-    nn::sfree::SeqNormAttention seq(16, frame(2, 8));
-    nn::sfree::PreNormSimAAttention sima(16, frame(2, 8));
-    nn::sima::SimA official(16, 2);
+    nn::attention::SeqNormAttention seq(16, frame(2, 8));
+    nn::attention::PreNormSimAAttention sima(16, frame(2, 8));
+    nn::attention::SimA official(16, 2);
     bool can_measure = sfree::reset_peak_rss();
     int64_t before = sfree::proc_status_kb("VmRSS");
     auto start = std::chrono::steady_clock::now();
-    for (nn::Attention* m : std::vector<nn::Attention*>{&seq, &sima, &official}) {
+    for (nn::attention::Attention* m :
+         std::vector<nn::attention::Attention*>{&seq, &sima, &official}) {
         Tensor y = m->forward(x);
         CHECK(y.shape() == Shape{1, tokens, 16});
         sum(y).backward();
@@ -203,35 +205,39 @@ TEST_CASE("seqnorm and SimA stay linear in N: 20000 tokens in little memory and 
 
 TEST_CASE("sfree attentions: errors name the module and the offending values",
           "[nn][sfree][attention][errors]") {
-    nn::sfree::SeqNormAttention seq(12, frame(3, 5));
+    nn::attention::SeqNormAttention seq(12, frame(3, 5));
     require_error([&] { seq.forward(ones({2, 7, 10})); }, {"[SeqNormAttention]", "[2, 7, 10]"});
     require_error([&] { seq.forward(ones({7, 12})); }, {"[SeqNormAttention]", "[7, 12]"});
-    nn::AttentionContext causal;
+    nn::attention::AttentionContext causal;
     causal.causal = true;
     require_error([&] { seq.forward(ones({1, 3, 12}), causal); }, {"[SeqNormAttention]", "causal"});
-    nn::sfree::PreNormSimAAttention sima(12, frame(3, 5));
-    nn::AttentionContext masked;
+    nn::attention::PreNormSimAAttention sima(12, frame(3, 5));
+    nn::attention::AttentionContext masked;
     masked.key_padding_mask = zeros({1, 3}, DType::bool_);
     require_error(
         [&] {
             sima.forward(ones({1, 3, 12}), masked);
         },
         {"[PreNormSimAAttention]", "mask"});
-    nn::sima::SimA official(16, 4);
+    nn::attention::SimA official(16, 4);
     require_error([&] { official.forward(ones({2, 5, 12})); }, {"[SimA]", "[2, 5, 12]"});
-    require_error([] { nn::sima::SimA bad(10, 4); }, {"[SimA]", "num_heads 4"});
-    require_error(
-        [] { nn::sfree::SeqNormAttention bad(8, {.heads = 2, .dim_head = 4, .attn_drop = 0.1}); },
-        {"[SeqNormAttention]", "attn_drop"});
-    require_error([] { nn::sfree::PreNormSoftmaxAttention bad(8, frame(0, 4)); },
-                  {"[PreNormSoftmaxAttention]", "heads 0"});
-    nn::AttentionConfig config{.type = "seqnorm", .dim = 8, .num_heads = 3};
-    require_error([&] { nn::make_attention(config); }, {"[seqnorm]", "dim 8", "num_heads 3"});
-    config = {.type = "vitpt_softmax", .dim = 8, .num_heads = 2, .options = {{"eps", 1e-3}}};
-    require_error([&] { nn::make_attention(config); }, {"[vitpt_softmax]", "unknown option 'eps'"});
+    require_error([] { nn::attention::SimA bad(10, 4); }, {"[SimA]", "num_heads 4"});
     require_error(
         [] {
-            nn::sima::sima_qkv_attention(ones({1, 4, 10}), 3);
+            nn::attention::SeqNormAttention bad(8, {.heads = 2, .dim_head = 4, .attn_drop = 0.1});
+        },
+        {"[SeqNormAttention]", "attn_drop"});
+    require_error([] { nn::attention::PreNormSoftmaxAttention bad(8, frame(0, 4)); },
+                  {"[PreNormSoftmaxAttention]", "heads 0"});
+    nn::attention::AttentionConfig config{.type = "seqnorm", .dim = 8, .num_heads = 3};
+    require_error([&] { nn::attention::make_attention(config); },
+                  {"[seqnorm]", "dim 8", "num_heads 3"});
+    config = {.type = "vitpt_softmax", .dim = 8, .num_heads = 2, .options = {{"eps", 1e-3}}};
+    require_error([&] { nn::attention::make_attention(config); },
+                  {"[vitpt_softmax]", "unknown option 'eps'"});
+    require_error(
+        [] {
+            nn::attention::sima_qkv_attention(ones({1, 4, 10}), 3);
         },
         {"[sima]", "[1, 4, 10]"});
 }

@@ -1,8 +1,8 @@
 // The official SimA model parts: ClassAttention against a head-by-head reference, the
 // ClassAttentionBlock quirks (patch tokens pass through and are doubled), LPI against the conv
 // ops and its grid from the context, float64 gradchecks, and the error messages.
+#include "nn/attention/class_attention.h"
 #include "nn/init.h"
-#include "nn/sima/class_attention.h"
 #include "nn/sima/sima_block.h"
 #include "sfree_testing.h"
 
@@ -18,7 +18,7 @@ void randomize(nn::Module& m, uint64_t seed) {
 }
 
 // ClassAttention computed head by head: l1 over all tokens (eps 1e-6), token 0 queries.
-Tensor class_attention_reference(nn::sima::ClassAttention& m, const Tensor& x) {
+Tensor class_attention_reference(nn::attention::ClassAttention& m, const Tensor& x) {
     Tensor t = linear(x, m.qkv->weight, m.qkv->bias);
     int64_t c = m.dim, d = c / m.num_heads;
     std::vector<Tensor> heads;
@@ -39,14 +39,14 @@ Tensor class_attention_reference(nn::sima::ClassAttention& m, const Tensor& x) {
 TEST_CASE("ClassAttention: only the class token queries, the others pass through",
           "[nn][sfree][sima]") {
     for (int64_t heads : {1, 4}) {
-        nn::sima::ClassAttention attention(16, heads, heads == 4);
+        nn::attention::ClassAttention attention(16, heads, heads == 4);
         randomize(attention, 3);
         Tensor x = random_input({3, 6, 16}, 4, -2, 2).to(DType::float32);
         Tensor y = attention.forward(x);
         require_close(y, class_attention_reference(attention, x), 1e-4, 1e-6);
         require_close(y.narrow(1, 1, 5), x.narrow(1, 1, 5), 0, 0);
     }
-    nn::sima::ClassAttention attention(8, 2);
+    nn::attention::ClassAttention attention(8, 2);
     CHECK(attention.forward(ones({2, 1, 8})).shape() == Shape{2, 1, 8});
     require_error([&] { attention.forward(ones({2, 3, 6})); }, {"[ClassAttention]", "[2, 3, 6]"});
 }
@@ -87,7 +87,7 @@ TEST_CASE("LPI is two depthwise convs around GELU and BatchNorm on the row-major
     h = conv2d(h, lpi.conv2->weight, lpi.conv2->bias, {1}, {1}, {1}, 4);
     Tensor want = h.reshape({2, 4, 12}).transpose(1, 2);
     require_close(lpi.forward(x, 3, 4), want, 1e-5, 1e-6);
-    nn::AttentionContext context;
+    nn::attention::AttentionContext context;
     context.grid = {3, 4};
     require_close(lpi.forward(x, context), want, 1e-5, 1e-6);
     require_error([&] { lpi.forward(x, 4, 4); }, {"[LPI]", "4 x 4", "[2, 12, 4]"});
@@ -99,7 +99,7 @@ TEST_CASE("LPI is two depthwise convs around GELU and BatchNorm on the row-major
 TEST_CASE("SimA model parts: float64 gradients match finite differences",
           "[nn][sfree][sima][gradcheck]") {
     Tensor x = random_input({2, 6, 8}, 10, -1.5, 1.5);
-    nn::sima::ClassAttention attention(8, 2, true);
+    nn::attention::ClassAttention attention(8, 2, true);
     nn::sima::ClassAttentionBlock block(8, 2, {.qkv_bias = true, .eta = 0.7});
     nn::sima::ClassAttentionBlock block_tn(8, 2, {.eta = 1.0, .tokens_norm = true});
     nn::Module* modules[] = {&attention, &block, &block_tn};

@@ -2,13 +2,13 @@
 // mask against a literal transcription of the Python slice loop, the relative position index,
 // window_mix round trips, window attention against naive loops (mask, clipped window quirk),
 // the "swin_window" registry variant, float64 gradchecks, errors, and the oracle vectors.
-#include "nn/swin/window.h"
-#include "nn/swin/window_attention.h"
+#include "nn/attention/window.h"
+#include "nn/attention/window_attention.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
 using namespace lumen::testing;
-using namespace lumen::nn::swin;
+using namespace lumen::nn::attention;
 
 namespace {
 
@@ -176,16 +176,16 @@ TEST_CASE("WindowAttention gradients match finite differences", "[nn][swin]") {
 }
 
 TEST_CASE("swin_window: the registry variant windows a token grid", "[nn][swin]") {
-    nn::AttentionConfig config;
+    nn::attention::AttentionConfig config;
     config.type = "swin_window";
     config.dim = 8;
     config.num_heads = 2;
     config.options = {{"window", 4}, {"shift", 2}};
-    auto attention = nn::make_attention(config);
+    auto attention = nn::attention::make_attention(config);
     auto& window = dynamic_cast<WindowAttention&>(*attention);
     attention->to(DType::float64);
     Tensor x = random_input({2, 6 * 7, 8}, 7);
-    nn::AttentionContext context{.grid = {6, 7}};
+    nn::attention::AttentionContext context{.grid = {6, 7}};
     Tensor y = attention->forward(x, context);
     // The same step by hand: pad to 8 x 8, shift by 2, mask of the padded grid.
     Tensor mask = compute_mask({8, 8}, {4, 4}, {2, 2}, DType::float64);
@@ -198,7 +198,7 @@ TEST_CASE("swin_window: the registry variant windows a token grid", "[nn][swin]"
         {random_input({1, 42, 8}, 8)}, 1e-5, 1e-6, 3);
     require_error([&] { attention->forward(x); }, {"[WindowAttention]", "grid"});
     config.options = {{"window", 4}, {"shift", 4}};
-    require_error([&] { nn::make_attention(config); }, {"[swin_window]", "shift"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[swin_window]", "shift"});
 }
 
 TEST_CASE("Swin window vectors pass", "[nn][swin][vectors]") {

@@ -9,6 +9,7 @@
 
 using namespace lumen;
 using namespace lumen::testing;
+using namespace lumen::nn::attention;
 using namespace lumen::nn::utnet;
 
 namespace {
@@ -169,12 +170,12 @@ TEST_CASE("LinearAttention checks its options and input", "[nn][utnet]") {
 
 TEST_CASE("'utnet' behind the token interface equals LinearAttention on the map",
           "[nn][utnet][attention]") {
-    nn::AttentionConfig config;
+    nn::attention::AttentionConfig config;
     config.type = "utnet";
     config.dim = 6;
     config.num_heads = 3;
     config.options = {{"reduce_size", 2}};
-    std::shared_ptr<nn::Attention> attention = nn::make_attention(config);
+    std::shared_ptr<nn::attention::Attention> attention = nn::attention::make_attention(config);
     auto* utnet = dynamic_cast<UTNetAttention*>(attention.get());
     REQUIRE(utnet != nullptr);
     CHECK(utnet->attention().options.dim_head == 2);
@@ -182,7 +183,7 @@ TEST_CASE("'utnet' behind the token interface equals LinearAttention on the map"
     CHECK(attention->state_dict().count("relative_position_encoding.relative_position_bias_table"));
     Tensor map = random_input({2, 6, 4, 6}, 28).to(DType::float32);
     Tensor tokens = map.flatten(2).transpose(1, 2);  // (B, N, C), row-major over the grid
-    nn::AttentionContext context;
+    nn::attention::AttentionContext context;
     context.grid = {4, 6};
     Tensor want = utnet->attention().forward(map).flatten(2).transpose(1, 2);
     require_close(attention->forward(tokens, context), want, 1e-5, 1e-6);
@@ -193,11 +194,11 @@ TEST_CASE("'utnet' behind the token interface equals LinearAttention on the map"
     context.causal = true;
     require_error([&] { attention->forward(tokens, context); }, {"[utnet]", "causal"});
     config.options = {{"maxpool", 1}, {"rel_pos", 0}};
-    auto plain = std::dynamic_pointer_cast<UTNetAttention>(nn::make_attention(config));
+    auto plain = std::dynamic_pointer_cast<UTNetAttention>(nn::attention::make_attention(config));
     CHECK(plain->attention().options.projection == "maxpool");
     CHECK(plain->state_dict().size() == 4);
     config.options = {{"window", 7}};
-    require_error([&] { nn::make_attention(config); }, {"[utnet]", "window"});
+    require_error([&] { nn::attention::make_attention(config); }, {"[utnet]", "window"});
 }
 
 TEST_CASE("BasicTransBlock and BasicTransDecoderBlock: wiring, names, gradients", "[nn][utnet]") {

@@ -1,13 +1,17 @@
 // UTNet's convolutional blocks and relative positions (spec sfree_utnet §3.1-3.4, 3.9):
 // parameter names, shapes, naive-loop references at sizes other than the vectors (including
 // the map width == r case the official embedding crashed on), float64 gradchecks, errors.
+#include "nn/attention/utnet_relative_position.h"
+#include "nn/conv.h"
 #include "nn/utnet/conv_blocks.h"
-#include "nn/utnet/relative_position.h"
 #include "utnet_testing.h"
 
 using namespace lumen;
 using namespace lumen::testing;
 using namespace lumen::nn::utnet;
+using lumen::nn::DepthwiseSeparableConv;
+using lumen::nn::attention::RelativePositionBias;
+using lumen::nn::attention::RelativePositionEmbedding;
 
 namespace {
 

@@ -1,8 +1,9 @@
 // The window geometry of Swin (MONAI swin_unetr.py as copied by the context-length paper, spec
 // context 2.9): the clipped window and shift of a feature map (get_window_size), the shifted
 // window attention mask (compute_mask), the relative position index of a window, and the
-// windowed token mixing shared by the Swin block and the "swin_window" attention variant
-// (pad, cyclic shift, partition, mix every window, reverse, unshift, crop).
+// windowed token mixing shared by the Swin block (nn/swin/swin_block.h) and the "swin_window"
+// attention variant (nn/attention/window_attention.h): pad, cyclic shift, partition, mix every
+// window, reverse, unshift, crop.
 #pragma once
 
 #include <functional>
@@ -10,7 +11,7 @@
 
 #include "core/tensor.h"
 
-namespace lumen::nn::swin {
+namespace lumen::nn::attention {
 
 // The window and shift actually used on a map of spatial sizes `spatial`: every dim with
 // spatial_i <= window_i (note <=) gets window_i = spatial_i and shift_i = 0.
@@ -67,4 +68,4 @@ class MaskCache {
     Tensor mask_;
 };
 
-}  // namespace lumen::nn::swin
+}  // namespace lumen::nn::attention

@@ -1,7 +1,7 @@
 // UTNet's efficient attention (encoder, decoder, token interface). The 1/sqrt(d) scale is
 // folded into the r^2 keys and the position tables instead of the (B, heads, HW, r^2)
 // logits; no HW x HW tensor exists anywhere.
-#include "nn/utnet/linear_attention.h"
+#include "nn/attention/utnet_attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +13,15 @@
 #include "ops/shape.h"
 #include "ops/softmax.h"
 
-namespace lumen::nn::utnet {
+namespace lumen::nn::attention {
 
 namespace {
+
+// Throws [<who>] unless x is a 4-D map (B, channels, H, W).
+void check_map(const char* who, const char* name, const Tensor& x, int64_t channels) {
+    LUMEN_CHECK(x.ndim() == 4 && x.size(1) == channels, who, "expects ", name, " of shape (B, ",
+                channels, ", H, W), got ", x.shape());
+}
 
 // (B, dim_head heads, H, W) -> (B, heads, H W, dim_head), channel c = j heads + m -> head m,
 // column j: a view (no copy) of any map whose H, W are contiguous.
@@ -166,4 +172,4 @@ std::shared_ptr<Attention> make_utnet_attention(const AttentionConfig& config) {
     return make<UTNetAttention>(config.dim, options);
 }
 
-}  // namespace lumen::nn::utnet
+}  // namespace lumen::nn::attention

@@ -1,5 +1,5 @@
 // PVTv2 spatial-reduction attention: lumen ops only, so autograd and CUDA come from them.
-#include "nn/pvt/sr_attention.h"
+#include "nn/attention/spatial_reduction_attention.h"
 
 #include <cmath>
 
@@ -9,7 +9,7 @@
 #include "ops/pool.h"
 #include "ops/shape.h"
 
-namespace lumen::nn::pvt {
+namespace lumen::nn::attention {
 
 namespace {
 const char* kName = "SRAttention";
@@ -17,11 +17,17 @@ constexpr int64_t kPooledSide = 7;  // the "-li" variant's fixed 7 x 7 key grid
 }  // namespace
 
 Tensor tokens_to_map(const Tensor& tokens, int64_t height, int64_t width) {
-    int64_t batch = tokens.size(0), channels = tokens.size(2);
-    return tokens.transpose(1, 2).reshape({batch, channels, height, width});
+    LUMEN_CHECK(tokens.ndim() == 3 && tokens.size(1) == height * width, "tokens_to_map",
+                "expects tokens (B, H W, C) for a ", height, " x ", width, " grid, got shape ",
+                tokens.shape());
+    return tokens.transpose(1, 2).reshape({tokens.size(0), tokens.size(2), height, width});
 }
 
-Tensor map_to_tokens(const Tensor& map) { return map.flatten(2).transpose(1, 2); }
+Tensor map_to_tokens(const Tensor& map) {
+    LUMEN_CHECK(map.ndim() == 4, "map_to_tokens", "expects a map (B, C, H, W), got shape ",
+                map.shape());
+    return map.flatten(2).transpose(1, 2);
+}
 
 int64_t reduced_tokens(int64_t height, int64_t width, int64_t sr_ratio, bool linear) {
     if (linear) return kPooledSide * kPooledSide;
@@ -113,4 +119,4 @@ std::shared_ptr<Attention> make_pvt_sra_attention(const AttentionConfig& config)
                              config.proj_drop);
 }
 
-}  // namespace lumen::nn::pvt
+}  // namespace lumen::nn::attention

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "nn/attention/attention.h"
+#include "nn/attention/window.h"
 #include "nn/linear.h"
-#include "nn/swin/window.h"
 
-namespace lumen::nn::swin {
+namespace lumen::nn::attention {
 
 // mixer "attn" (the default): per window of n tokens,
 //   q, k, v = qkv(x) split as (3, heads, Hd) per token (timm layout), q <- q Hd^-1/2;
@@ -71,4 +71,4 @@ class WindowAttention : public Attention {
 // default 2). Throws [swin_window] for an unknown option or a bad size.
 std::shared_ptr<Attention> make_swin_window_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::swin
+}  // namespace lumen::nn::attention

@@ -1,7 +1,9 @@
 // UTNet's efficient multi-head self-attention (spec sfree_utnet §3.5-3.6; Gao et al. 2021,
 // eq. 1-4; official LinearAttention / LinearAttentionDecoder): queries at full resolution,
 // keys and values reduced to r x r, so time and memory are O(H W r^2), linear in the map size.
-// Also the token-interface form "utnet" of nn/attention/attention.h (tokens + grid).
+// Also the token-interface form "utnet" of nn/attention/attention.h (tokens + grid). The
+// relative position tables are in nn/attention/utnet_relative_position.h, the transformer
+// blocks built on the attention in nn/utnet/trans_blocks.h.
 #pragma once
 
 #include <memory>
@@ -9,10 +11,10 @@
 
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
-#include "nn/utnet/conv_blocks.h"
-#include "nn/utnet/relative_position.h"
+#include "nn/attention/utnet_relative_position.h"
+#include "nn/conv.h"
 
-namespace lumen::nn::utnet {
+namespace lumen::nn::attention {
 
 // The attention's settings (the official constructor's keyword arguments and defaults).
 struct LinearAttentionOptions {
@@ -107,4 +109,4 @@ class UTNetAttention : public Attention {
 // projections have no bias). Throws [utnet] for an unknown option.
 std::shared_ptr<Attention> make_utnet_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::utnet
+}  // namespace lumen::nn::attention

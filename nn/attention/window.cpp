@@ -1,13 +1,13 @@
 // Swin's window geometry: clipped window sizes, the shift mask and the relative position index
 // are small constant tables built on the host; window_mix composes pad, roll and the window
 // ops of ops/layout.h, so its gradient comes from theirs.
-#include "nn/swin/window.h"
+#include "nn/attention/window.h"
 
 #include "core/shape.h"
 #include "ops/layout.h"
 #include "ops/pad.h"
 
-namespace lumen::nn::swin {
+namespace lumen::nn::attention {
 
 namespace {
 
@@ -168,4 +168,4 @@ Tensor window_mix(const Tensor& x, const std::vector<int64_t>& window,
     return y;
 }
 
-}  // namespace lumen::nn::swin
+}  // namespace lumen::nn::attention

@@ -8,7 +8,7 @@
 
 #include "nn/module.h"
 
-namespace lumen::nn::utnet {
+namespace lumen::nn::attention {
 
 // bias[0, m, y W + x, a r + c] = table[(yr - a + r - 1)(2r - 1) + (xr - c + r - 1), m]
 // with (yr, xr) = (y / (H/r), x / (W/r)). Parameter relative_position_bias_table
@@ -55,4 +55,4 @@ class RelativePositionEmbedding : public Module {
     int64_t dim, reduce_size;
 };
 
-}  // namespace lumen::nn::utnet
+}  // namespace lumen::nn::attention

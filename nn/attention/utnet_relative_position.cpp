@@ -1,6 +1,6 @@
 // UTNet relative positions: index tables built once on the host, lookups through embedding /
 // index_select / gather so that the backward (index_add / scatter_add) comes from the ops.
-#include "nn/utnet/relative_position.h"
+#include "nn/attention/utnet_relative_position.h"
 
 #include <vector>
 
@@ -9,7 +9,7 @@
 #include "ops/index.h"
 #include "ops/matmul.h"
 
-namespace lumen::nn::utnet {
+namespace lumen::nn::attention {
 
 namespace {
 
@@ -124,4 +124,4 @@ std::string RelativePositionEmbedding::extra_repr() const {
     return "dim=" + std::to_string(dim) + ", reduce_size=" + std::to_string(reduce_size);
 }
 
-}  // namespace lumen::nn::utnet
+}  // namespace lumen::nn::attention

@@ -1,7 +1,8 @@
 // PVTv2 spatial-reduction attention (Wang et al. 2022, "PVT v2"; timm pvt_v2.Attention; spec
 // gdla 3.7): softmax attention whose keys and values come from a spatially reduced copy of the
 // token map (an r x r strided conv, or the "-li" 7x7 adaptive average pool + 1x1 conv + GELU),
-// registered as "pvt_sra". The PVT blocks and stages built on it are in nn/pvt/pvt_blocks.h.
+// registered as "pvt_sra", and the tokens <-> NCHW map helpers (shared with the PVT and GDLA
+// blocks). The PVT blocks and stages built on it are in nn/pvt/pvt_blocks.h.
 #pragma once
 
 #include <memory>
@@ -13,10 +14,11 @@
 #include "nn/linear.h"
 #include "nn/norm.h"
 
-namespace lumen::nn::pvt {
+namespace lumen::nn::attention {
 
 // Shapes: tokens (B, H*W, C) <-> map (B, C, H, W), token n = i W + j is pixel (i, j).
-// tokens_to_map copies (a conv needs NCHW); map_to_tokens is a transposed view.
+// tokens_to_map copies (a conv needs NCHW); map_to_tokens is a transposed view. Throw
+// [tokens_to_map] / [map_to_tokens] when N != H W or the ranks are wrong.
 Tensor tokens_to_map(const Tensor& tokens, int64_t height, int64_t width);
 Tensor map_to_tokens(const Tensor& map);
 
@@ -70,4 +72,4 @@ class SRAttention : public Attention {
 // [pvt_sra] for an unknown option, a non-integer sr_ratio or a head_dim other than dim / num_heads.
 std::shared_ptr<Attention> make_pvt_sra_attention(const AttentionConfig& config);
 
-}  // namespace lumen::nn::pvt
+}  // namespace lumen::nn::attention

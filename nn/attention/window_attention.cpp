@@ -1,7 +1,7 @@
 // Swin window attention: the relative position bias gathered from its table, the shift mask
 // folded into it once per call (one add over the scores instead of two), and the grid forward
 // that windows the tokens itself. Autograd flows through the ops.
-#include "nn/swin/window_attention.h"
+#include "nn/attention/window_attention.h"
 
 #include <cmath>
 
@@ -12,7 +12,7 @@
 #include "ops/index.h"
 #include "ops/matmul.h"
 
-namespace lumen::nn::swin {
+namespace lumen::nn::attention {
 
 WindowAttention::WindowAttention(int64_t dim_, int64_t num_heads_,
                                  std::vector<int64_t> window_size_, bool qkv_bias,
@@ -57,7 +57,7 @@ WindowAttention::WindowAttention(int64_t dim_, int64_t num_heads_,
         register_parameter("relative_position_bias_table", zeros({table, num_heads}));
     init::trunc_normal_(relative_position_bias_table, 0.0, 0.02);
     relative_position_index =
-        register_buffer("relative_position_index", swin::relative_position_index(window_size));
+        register_buffer("relative_position_index", attention::relative_position_index(window_size));
     qkv = register_module("qkv", make<Linear>(dim, 3 * dim, qkv_bias));
     proj = register_module("proj", make<Linear>(dim, dim));
 }
@@ -152,4 +152,4 @@ std::shared_ptr<Attention> make_swin_window_attention(const AttentionConfig& con
                                  std::vector<int64_t>(k, int64_t(shift)));
 }
 
-}  // namespace lumen::nn::swin
+}  // namespace lumen::nn::attention
