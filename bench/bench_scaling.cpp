@@ -1,5 +1,5 @@
 // bench_scaling: the papers' scaling studies (bench/torch_scaling.py in PyTorch): (a) softmax-free
-// Fig. 2, one training step of the seed-001 ViT vs resolution 224..2048 (sfree_<attn>_r<R>);
+// Fig. 2, one training step of the softmax-free ViT vs resolution 224..2048 (sfree_<attn>_r<R>);
 // (b) context-length Table 2, forward + backward of the ViT-Small backbone vs patch 32..4
 // with attention, Hyena or MambaVision (ctx_<mixer>_p<p>). Depth and image size are reduced
 // (kSfree, kContext; docs/benchmarks.md). --device cuda runs them on the GPU.

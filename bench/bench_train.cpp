@@ -1,9 +1,9 @@
-// Train-step throughput (images/s) of the DGSA paper's Table 3 models on Fashion-MNIST-sized
-// input: ViT and DGViT, D 256, 8 layers, 8 heads, patch 4 on 28x28x1 (50 tokens), batch 128,
-// dropout 0.05, cross-entropy, AdamW. bench/torch_train.py times the same models in PyTorch
-// (shared/oracle/ref_diff.py). One step = zero_grad, forward, loss, backward, optimizer step.
-// --device cuda trains on the GPU.
-// Usage: bench_train [--threads N] [--repeats R] [--only vit_train_step,...] [--list]
+// Train-step throughput (images/s) of the DGSA paper's Table 3 models on Fashion-MNIST-sized input:
+// ViT and DGViT, D 256, 8 layers, 8 heads, patch 4 on 28x28x1 (50 tokens), batch 128, dropout 0.05,
+// cross-entropy, AdamW. bench/torch_train.py times the same models in PyTorch (the reference
+// modules, ref_diff.py). One step = zero_grad, forward, loss, backward, optimizer step. --device
+// cuda trains on the GPU. Usage: bench_train [--threads N] [--repeats R] [--only
+// vit_train_step,...] [--list]
 //                    [--device cpu|cuda]
 #include <cstdio>
 #include <cstdlib>

@@ -1,5 +1,5 @@
 """bench/bench_attention.cpp's workloads in PyTorch: forward + backward of the reference
-attention modules of shared/oracle/ref_diff.py, ref_sfree_utnet.py, ref_gdla.py and
+attention modules ref_diff.py, ref_sfree_utnet.py, ref_gdla.py and
 ref_context.py (float32) at C = 256, 8 heads of width 32, batch 1, N = 196, 1024, 4096 and 16384
 tokens (attn_<variant>_n<N>, ms), and the peak RSS growth of the first forward + backward
 (attn_<variant>_n<N>_mem; run one workload per process, as run.sh does). The reference code

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The workloads of bench/bench_cuda_scan.cpp in PyTorch on the GPU, in the same JSON-lines
 format: the Mamba selective scan (B = 1, D = 256, N = 16) as the sequential Python loop of
-shared/oracle/ref_context.py (PyTorch has no fused scan; torch_util.selective_scan) and the
+the reference ref_context.py (PyTorch has no fused scan; torch_util.selective_scan) and the
 Hyena FFT convolution (B = 2, H = 64) through torch.fft, forward + backward for L = 1k..16k,
 float32. The Python loop runs at most 3 timed repeats after one warm-up: one step costs seconds
 at L = 16k.

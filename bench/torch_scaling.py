@@ -1,4 +1,4 @@
-"""bench/bench_scaling.cpp's workloads in PyTorch (shared/oracle references, LUMEN_ORACLE):
+"""bench/bench_scaling.cpp's workloads in PyTorch (the PyTorch references, LUMEN_ORACLE):
 ref_sfree_utnet.ViT training step vs resolution (sfree_<attn>_r<R>), ref_context.ViT forward +
 backward vs patch size (ctx_<mixer>_p<p>), at the same reduced depth and image size. The Python
 loop of ref_context's Mamba scan runs up to 4096 tokens only on the CPU (16384: over 15 min in a

@@ -1,7 +1,8 @@
 """bench/bench_train.cpp's workload in PyTorch: one training step (zero_grad, forward,
 cross-entropy, backward, AdamW step) of the DGSA paper's Table 3 ViT and DGViT (D 256, 8 layers,
 8 heads, patch 4, dropout 0.05) on 28x28x1 input, batch 128 (BATCH overrides), built from the
-reference modules of shared/oracle/ref_diff.py (LUMEN_ORACLE points to them). --device cuda
+PyTorch reference modules ref_diff.py (not part of this repository; LUMEN_ORACLE points
+to them). --device cuda
 trains on the GPU.
 Usage: python3 bench/torch_train.py [--threads N] [--repeats R] [--only NAMES] [--list]
 [--device cpu|cuda]"""

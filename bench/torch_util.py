@@ -39,8 +39,8 @@ def selected(args, name):
 
 
 def import_references(name, *modules):
-    """The reference modules of shared/oracle (ref_*.py) that `name` runs, imported from
-    LUMEN_ORACLE (default ../shared/oracle beside the checkout, else the copy that
+    """The PyTorch reference modules (ref_*.py, not in this repository) that `name` runs,
+    imported from LUMEN_ORACLE (default ../shared/oracle beside the checkout, else the copy that
     scripts/gpu-deps.sh leaves in .devdeps/oracle); without them the script says so and exits 0
     (the lumen side then stands alone)."""
     import importlib
@@ -240,7 +240,7 @@ def fwd_bwd(make_output, inputs):
 
 
 def selective_scan(u, delta, A, Bm, Cm, D):
-    """The sequential Mamba scan of shared/oracle/ref_context.py with delta_softplus=True and no
+    """The sequential Mamba scan of the reference ref_context.py with delta_softplus=True and no
     delta_bias (PyTorch has no fused kernel; reimplemented so that bench/ needs no other file)."""
     import torch
     delta = torch.nn.functional.softplus(delta)

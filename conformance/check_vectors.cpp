@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// shared/oracle/common.py's defaults, used when a vector's metadata omits them.
+// The vector generator's default tolerances, used when a vector's metadata omits them.
 constexpr double kDefaultRtol = 1e-4;
 constexpr double kDefaultAtol = 1e-5;
 

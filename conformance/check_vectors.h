@@ -1,6 +1,7 @@
-// The conformance runner behind `lumen check-vectors`: loads oracle vectors (shared/oracle,
-// format in its README), runs each through its module's adapter (op_vectors.h), and compares
-// outputs and gradients with the tolerances the vector carries. main.cpp only parses flags.
+// The conformance runner behind `lumen check-vectors`: loads oracle vectors (tests/data/oracle;
+// format in docs/architecture.md), runs each through its module's adapter (op_vectors.h), and
+// compares outputs and gradients with the tolerances the vector carries. main.cpp only parses
+// flags.
 #pragma once
 
 #include <ostream>

@@ -1,4 +1,4 @@
-// The Swin models of the context-length paper (spec context 3.2; its EncoderDecoderModel):
+// The Swin models of the context-length paper (Hooper & Xue, Sec. 3; its EncoderDecoderModel):
 // the Swin backbone (nn/swin/) with the UPerNet head (nn/upernet.h) for segmentation and
 // denoising, or the linear Tanh head for classification, on (B, C, T, H, W) inputs where
 // T = 1 means 2-D. Window attention, Hyena or MambaVision per window by config.

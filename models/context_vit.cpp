@@ -1,4 +1,5 @@
-// The ViT backbone, the UNETR and linear heads and the encoder-decoder model of spec context.
+// The ViT backbone, the UNETR and linear heads and the encoder-decoder model of the context-length
+// study (Hooper & Xue).
 #include "models/context_vit.h"
 
 #include "nn/activation.h"

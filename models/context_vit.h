@@ -1,4 +1,4 @@
-// The ViT models of spec context (2.5, 2.7, 2.8, 3.1; the paper's backbone_vit.py and
+// The ViT models of the context-length study (Hooper & Xue, Sec. 3; the paper's backbone_vit.py and
 // enhance_heads.py over MONAI 1.3.0): the ViT backbone with its token-mixer slot (attention,
 // Hyena or MambaVision), the paper's UNETR head for patch sizes 2-32, the Tanh linear head,
 // and the whole encoder-decoder model on (B, C, T, H, W) inputs (T = 1 for 2-D data).

@@ -1,7 +1,7 @@
-// PVT-GDLA and its baselines PVT-SelfAttn / PVT-LinearAttn / PVT-DiffAttn (spec gdla 3.8, 5;
-// official models/pvt_{gdla,sa,la,da}.py): a PVTv2 encoder, three up-sampling decoder stages
-// whose block is chosen by name, a full-resolution ResBlk stem and 1x1 heads with optional
-// deep supervision. Encoder: models/pvt_v2.h; decoder blocks: nn/gdla/.
+// PVT-GDLA and its baselines PVT-SelfAttn / PVT-LinearAttn / PVT-DiffAttn (Zheng et al. 2026, Sec.
+// 3-4; official models/pvt_{gdla,sa,la,da}.py): a PVTv2 encoder, three up-sampling decoder stages
+// whose block is chosen by name, a full-resolution ResBlk stem and 1x1 heads with optional deep
+// supervision. Encoder: models/pvt_v2.h; decoder blocks: nn/gdla/.
 #pragma once
 
 #include <memory>
@@ -38,8 +38,8 @@ struct PVTSegNetConfig {
     void validate() const;
 };
 
-// The paper's Synapse models (spec 5, Table 1): PVTv2-b2 encoder, in_chs 1, K 9, deep
-// supervision on, RoPE in the sa and da decoders. Parameters: gdla 32,134,607; sa and la
+// The paper's Synapse models (Zheng et al. 2026, Sec. 4, Table 1): PVTv2-b2 encoder, in_chs 1, K 9,
+// deep supervision on, RoPE in the sa and da decoders. Parameters: gdla 32,134,607; sa and la
 // 28,258,159; da 28,751,695. Throws [pvt_segnet_config] for an unknown decoder.
 PVTSegNetConfig pvt_segnet_config(const std::string& decoder, int64_t in_chs = 1,
                                   int64_t n_classes = 9);

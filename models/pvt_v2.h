@@ -1,5 +1,5 @@
 // PVTv2 (Wang et al. 2022, "PVT v2: improved baselines with pyramid vision transformer"), the
-// encoder of PVT-GDLA, in timm's layout and key names (timm pvt_v2.py; spec gdla 3.7): the
+// encoder of PVT-GDLA, in timm's layout and key names (timm pvt_v2.py): the
 // configs b0-b5 and b2_li, the four-stage feature pyramid, timm's classifier head and init, and
 // the key renaming of the original (whai362 / xmindflow-gdla) checkpoints. Blocks: nn/pvt/.
 #pragma once
@@ -33,8 +33,8 @@ struct PvtV2Config {
     void validate() const;
 };
 
-// The published variants by timm name: "b0", "b1", "b2", "b2_li", "b3", "b4", "b5" (table of
-// spec gdla 3.7). Parameters without / with a 1000-class head: b0 3,409,760 / 3,666,760,
+// The published variants by timm name: "b0", "b1", "b2", "b2_li", "b3", "b4", "b5" (timm's
+// configurations). Parameters without / with a 1000-class head: b0 3,409,760 / 3,666,760,
 // b1 13,496,000 / 14,009,000, b2 24,849,856 / 25,362,856, b2_li 22,040,512 / 22,553,512,
 // b3 44,725,696 / 45,238,696, b4 62,043,072 / 62,556,072, b5 81,443,008 / 81,956,008 (timm's
 // 3.7, 14.0, 25.4, 22.6, 45.2, 62.6 and 82.0 M count the head). Throws

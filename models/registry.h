@@ -1,9 +1,10 @@
-// The model registry: every architecture of the five papers built by name from typed options
-// (what `lumen models` prints and what a config's "model" section may set; the keys are the
-// reference constructors' argument names): vit, dgvit (spec diff 3.1-3.2), transformer,
-// diff_transformer, dgt (spec diff 3.3), sfree_vit, sima_vit, utnet (spec sfree_utnet),
-// pvt_segnet (spec gdla), context_vit, context_swin (spec context). Each entry says what input
-// it takes and what it gives, so that a mismatch with the data is reported before training.
+// The model registry: every architecture of the five papers built by name from typed options (what
+// `lumen models` prints and what a config's "model" section may set; the keys are the reference
+// constructors' argument names): vit, dgvit (the DGSA paper, Lygizou et al. 2025), transformer,
+// diff_transformer, dgt (the same paper), sfree_vit, sima_vit (Khader et al.), utnet (Gao et al.
+// 2021), pvt_segnet (Zheng et al. 2026), context_vit, context_swin (Hooper & Xue). Each entry says
+// what input it takes and what it gives, so that a mismatch with the data is reported before
+// training.
 #pragma once
 
 #include <functional>

@@ -1,6 +1,7 @@
 // Registry entries of the classifiers beyond vit/dgvit: sfree_vit (2-D images, 3-D volumes and
-// feature bags; spec sfree_utnet 1.2-1.3), sima_vit (spec sfree_utnet 2), and the text models
-// transformer, diff_transformer and dgt (spec diff 3.3). Defaults are the papers' models.
+// feature bags; Khader et al., Sec. 2.1 and 3.1), sima_vit (the official SimA model), and the text
+// models transformer, diff_transformer and dgt (Lygizou et al. 2025, Sec. 4.3). Defaults are the
+// papers' models.
 #include "core/error.h"
 #include "models/registry_entries.h"
 #include "models/sfree_vit.h"

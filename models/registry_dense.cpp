@@ -1,6 +1,6 @@
-// Registry entries of the models that give dense maps (segmentation, denoising), several of
-// which can also classify: pvt_segnet (spec gdla 3.8, 5), utnet (spec sfree_utnet 3.10),
-// context_vit and context_swin (spec context 3.1-3.2). Defaults are the papers' models.
+// Registry entries of the models that give dense maps (segmentation, denoising), several of which
+// can also classify: pvt_segnet (PVT-GDLA, Zheng et al. 2026, Sec. 3-4), utnet (Gao et al. 2021,
+// Sec. 2.4), context_vit and context_swin (Hooper & Xue, Sec. 3). Defaults are the papers' models.
 #include <algorithm>
 
 #include "core/error.h"
@@ -102,7 +102,8 @@ ModelEntry pvt_segnet_entry() {
         in.output = "dense";
         in.chans_key = "in_chs";
         in.classes_key = "n_classes";
-        // x4, x3, x2, x1: the plain sum of gdla's DeepSupervisionLoss (spec gdla D11).
+        // x4, x3, x2, x1: the plain sum of gdla's DeepSupervisionLoss (official xmindflow/gdla
+        // criterions).
         if (o.get_bool("deepsupervision")) in.deep_supervision = {1, 1, 1, 1};
         return in;
     };
@@ -168,7 +169,7 @@ ModelEntry utnet_entry() {
                     in.size_multiple =
                         std::max(in.size_multiple, (int64_t(1) << (level - '0')) *
                                                        o.get_int("reduce_size"));
-        // y, out3, out2, out1 (spec sfree_utnet 5.2).
+        // y, out3, out2, out1 (official yhygao/UTNet training code).
         if (o.get_bool("aux_loss")) in.deep_supervision = {1, 0.4, 0.2, 0.1};
         return in;
     };

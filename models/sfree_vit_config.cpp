@@ -1,4 +1,4 @@
-// SfreeViTConfig checks and the patchify steps of the seed-001 ViT.
+// SfreeViTConfig checks and the patchify steps of the softmax-free paper's ViT (Khader et al.).
 #include "models/sfree_vit.h"
 
 namespace lumen::models {

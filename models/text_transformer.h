@@ -1,7 +1,8 @@
-// Text classifiers of seed 004 (spec diff 3.3, decision D8): the vanilla Transformer encoder
-// (TransformerCls), the Differential Transformer (DiffTransformerCls) and DGT, one skeleton
-// with the block chosen by config: scaled token embedding + fixed sinusoidal positions, pre-norm
-// blocks under a key padding mask, final norm, mean over the non-pad tokens, linear head.
+// Text classifiers of the DGSA paper (Lygizou et al. 2025, Sec. 4.3 and 5.2): the vanilla
+// Transformer encoder (TransformerCls), the Differential Transformer (DiffTransformerCls) and DGT,
+// one skeleton with the block chosen by config: scaled token embedding + fixed sinusoidal
+// positions, pre-norm blocks under a key padding mask, final norm, mean over the non-pad tokens,
+// linear head.
 #pragma once
 
 #include <memory>
@@ -51,7 +52,7 @@ TextTransformerConfig dgt_config(int64_t vocab_size, int64_t num_classes, double
 // PE[t, 2i+1] = cos(same); fixed, not a parameter) -> emb_drop -> blocks -> norm ->
 // pooled = mean of x over the non-pad tokens (B, D) -> head -> logits (B, num_classes).
 // Parameters: tok_embed.weight (V, D) (padding row zero, never updated), blocks.i.*, norm.*,
-// head.{weight, bias}; PyTorch's default init (spec 3.4). A sample made only of padding gives
+// head.{weight, bias}; PyTorch's default init. A sample made only of padding gives
 // NaN. Throws [<name>] for tokens that are not (B, N) integers or N > max_len.
 class TextTransformer : public nn::Module {
   public:

@@ -1,5 +1,5 @@
 // UTNet (Gao, Zhou, Metaxas 2021, "UTNet: a hybrid transformer architecture for medical image
-// segmentation"; spec sfree_utnet §3.10, official yhygao/UTNet model/utnet.py): a U-Net of
+// segmentation", Sec. 2.4; official yhygao/UTNet model/utnet.py): a U-Net of
 // pre-activation residual blocks with efficient-attention transformer blocks at the levels
 // named in block_list, in the encoder and in the decoder. The blocks are in nn/utnet/.
 #pragma once

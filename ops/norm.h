@@ -1,8 +1,8 @@
-// Normalization ops with PyTorch names and semantics (torch.nn.functional): layer_norm,
-// rms_norm, group_norm, instance_norm, batch_norm, normalize, plus seq_norm (normalization over
-// the token axis of (B, N, D), see spec/sfree_utnet.md). float32/float64 on CPU and CUDA;
-// layer_norm and rms_norm also take float16/bfloat16 on CUDA (statistics in float32, weight
-// and bias of the input's dtype). Optional weight/bias are undefined Tensors when absent;
+// Normalization ops with PyTorch names and semantics (torch.nn.functional): layer_norm, rms_norm,
+// group_norm, instance_norm, batch_norm, normalize, plus seq_norm (normalization over the token
+// axis of (B, N, D), the sequence normalization of Khader et al., Sec. 2.1). float32/float64 on CPU
+// and CUDA; layer_norm and rms_norm also take float16/bfloat16 on CUDA (statistics in float32,
+// weight and bias of the input's dtype). Optional weight/bias are undefined Tensors when absent;
 // every tensor must be on the input's device. Every op is differentiable in x, weight and bias
 // through dedicated backward kernels; variances in the normalization are biased (divide by the
 // count), statistics accumulate in double (CPU) or float (CUDA; double for float64).

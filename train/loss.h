@@ -1,6 +1,6 @@
 // Training losses built from ops (autograd flows through them): UTNet's loss, its "Dice" being a
 // Tversky index with an adaptive alpha, plus class-weighted cross-entropy, and deep-supervision
-// weighting (spec sfree_utnet §5.1-5.2, official yhygao/UTNet losses.py / train_deep.py). Every
+// weighting (Gao et al. 2021, Sec. 3.2; official yhygao/UTNet losses.py / train_deep.py). Every
 // loss is lumen::train::<name>: the pointwise ones are ops with their own kernels and are
 // brought in here by name (below); a Loss object wraps any of them so that a trainer can hold
 // "the loss" built from a config.

@@ -1,4 +1,4 @@
-// Denoising ("enhancement") losses of the context-length study (spec context §2.13, the
+// Denoising ("enhancement") losses of the context-length study (Hooper & Xue, the
 // authors' loss/loss_functions/enhancement_losses.py): the Gaussian-derivative 3-D loss and the
 // combined MSE + Charbonnier + Gaussian-derivative loss. mse_loss, charbonnier_loss and
 // cross_entropy are ops (ops/loss.h). Built from ops: autograd, any device.

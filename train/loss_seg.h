@@ -1,8 +1,8 @@
-// Segmentation losses: the plain Dice loss (MONAI's DiceLoss), and those of PVT-GDLA (spec gdla
-// §3.9, official xmindflow/gdla criterions): the Boundary DoU loss (Sun et al., MICCAI 2023),
-// the soft Dice loss with squared denominators and its 0.5 CE + 0.5 Dice mix. Built from ops
-// (autograd, any device). UTNet's adaptive Tversky loss and the deep-supervision sum are in
-// loss.h; deep_supervision_loss takes these losses as well.
+// Segmentation losses: the plain Dice loss (MONAI's DiceLoss), and those of PVT-GDLA (Zheng et al.
+// 2026, Sec. 4; official xmindflow/gdla criterions): the Boundary DoU loss (Sun et al., MICCAI
+// 2023), the soft Dice loss with squared denominators and its 0.5 CE + 0.5 Dice mix. Built from ops
+// (autograd, any device). UTNet's adaptive Tversky loss and the deep-supervision sum are in loss.h;
+// deep_supervision_loss takes these losses as well.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
-// Evaluation metrics computed on the host from finished predictions (no gradients): AUROC,
-// exact with ties (spec sfree_utnet §6.3; also torchmetrics' binary AUROC of spec context
-// §2.14), binary and averaged over several binary labels. Segmentation metrics (Dice, HD95,
-// accuracy) are in metrics_seg.h, SSIM in metrics_image.h.
+// Evaluation metrics computed on the host from finished predictions (no gradients): AUROC, exact
+// with ties (the softmax-free paper's metric, Khader et al., Sec. 3.2; also torchmetrics' binary
+// AUROC as the context-length study uses it), binary and averaged over several binary labels.
+// Segmentation metrics (Dice, HD95, accuracy) are in metrics_seg.h, SSIM in metrics_image.h.
 #pragma once
 
 #include <cstdint>

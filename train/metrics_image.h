@@ -1,5 +1,6 @@
 // Image-quality metrics built from ops (differentiable, any device): SSIM as torchmetrics 1.4.1
-// StructuralSimilarityIndexMeasure computes it (spec context §2.14; Wang et al. 2004).
+// StructuralSimilarityIndexMeasure computes it (as the context-length study uses it; Wang et al.
+// 2004).
 #pragma once
 
 #include <optional>

@@ -1,7 +1,8 @@
 // Segmentation metrics on the host (no gradients; tensors are copied to the CPU): the exact
-// Euclidean distance transform (Felzenszwalb & Huttenlocher 2012), medpy's surface distances,
-// Dice and HD95 with the TransUNet per-case protocol (spec gdla §3.10), MONAI's validation
-// Dice, pixel accuracy, and torchmetrics' per-sample F1 "Dice" (spec context §2.14).
+// Euclidean distance transform (Felzenszwalb & Huttenlocher 2012), medpy's surface distances, Dice
+// and HD95 with the TransUNet per-case protocol (as PVT-GDLA reports them, Zheng et al. 2026, Sec.
+// 4), MONAI's validation Dice, pixel accuracy, and torchmetrics' per-sample F1 "Dice" (as the
+// context-length study computes it).
 #pragma once
 
 #include <vector>

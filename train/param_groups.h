@@ -1,6 +1,6 @@
 // Parameter groups for weight decay: which parameters of a module are exempt (biases, norm
 // weights, embeddings) and the two AdamW/SGD groups built from that, as timm's
-// param_groups_weight_decay and the DGT recipe (spec diff §4.2, D13) do.
+// param_groups_weight_decay and the DGT recipe (Lygizou et al. 2025, Sec. 5.2) do.
 #pragma once
 
 #include <string>
@@ -20,8 +20,9 @@ struct WeightDecayExemptions {
     bool biases = true;
     bool norm_weights = true;
     bool embeddings = true;
-    // The official PVT-GDLA rule (spec gdla 6) instead of the last two: every parameter with
-    // fewer than 2 dims is exempt (so its [h, dh] lambdas decay, its 1-D ones do not).
+    // The official PVT-GDLA rule (its official optimizer.py) instead of the last two: every
+    // parameter with fewer than 2 dims is exempt (so its [h, dh] lambdas decay, its 1-D ones do
+    // not).
     bool below_2d = false;
 };
 

@@ -1,8 +1,8 @@
-// Learning-rate schedules: an LRSchedule maps a step or epoch index to a learning rate; the
-// trainer applies it to the optimizer (apply: set_lr, and the momentum where the schedule
-// cycles one) at the start of each step or epoch. Here UTNet's exponential warm-up +
-// polynomial decay (spec sfree_utnet §5.3), PyTorch's OneCycleLR (Smith & Topin 2019; spec
-// context §2.15) and timm's warm-up + cosine used by PVT-GDLA (spec gdla §6).
+// Learning-rate schedules: an LRSchedule maps a step or epoch index to a learning rate; the trainer
+// applies it to the optimizer (apply: set_lr, and the momentum where the schedule cycles one) at
+// the start of each step or epoch. Here UTNet's exponential warm-up + polynomial decay (UTNet, Gao
+// et al. 2021, Sec. 3.2), PyTorch's OneCycleLR (Smith & Topin 2019; the context-length study's
+// recipe) and timm's warm-up + cosine used by PVT-GDLA (its official configs).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The plain learning-rate schedules: constant, step decay, exponential decay (UTNet's
-// alternative), and linear warm-up + linear decay (the DGT text recipe, spec diff §4.2; Hugging
+// The plain learning-rate schedules: constant, step decay, exponential decay (UTNet's alternative),
+// and linear warm-up + linear decay (the DGT text recipe, Lygizou et al. 2025, Sec. 5.2; Hugging
 // Face's get_linear_schedule_with_warmup). The interface and the paper-specific schedules are in
 // schedule.h; ScheduleInterval says whether a trainer steps a schedule per step or per epoch.
 #pragma once

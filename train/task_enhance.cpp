@@ -1,5 +1,5 @@
 // The enhancement (denoising) task: regression losses, and per case MSE, PSNR and SSIM against
-// the clean target (spec context §2.13-2.14).
+// the clean target (the context-length study's denoising task).
 #include <cmath>
 
 #include "core/error.h"

@@ -1,5 +1,5 @@
-// check-vectors adapters for the ViT side of spec context: the MONAI pieces (2.1-2.4), the
-// backbone (2.5), the UNETR blocks (2.6) and the whole models (`context.model`, which
+// check-vectors adapters for the ViT side of the context-length study: the MONAI pieces, the
+// backbone, the UNETR blocks and the whole models (`context.model`, which
 // dispatches on config "encoder": "ViT" here, built by the registry's context_vit, any other
 // encoder to the adapter registered as "context.model:<encoder>", e.g. "context.model:Swin").
 #include "conformance/context/context_vectors.h"

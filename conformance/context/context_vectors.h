@@ -1,5 +1,5 @@
-// Config readers shared by the check-vectors adapters of spec context (mixers, ViT pieces,
-// UNETR blocks, the whole models' size).
+// Config readers shared by the check-vectors adapters of the context-length study (mixers, ViT
+// pieces, UNETR blocks, the whole models' size).
 #pragma once
 
 #include <optional>

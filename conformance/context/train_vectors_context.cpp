@@ -1,5 +1,5 @@
-// check-vectors adapters for the context-length study's training pieces (spec context
-// §2.13-2.15): the losses (ops/loss.h, train/loss_enhance.h), SSIM / Dice / AUROC
+// check-vectors adapters for the context-length study's training pieces (Hooper &
+// Xue, Sec. 3-4): the losses (ops/loss.h, train/loss_enhance.h), SSIM / Dice / AUROC
 // (train/metrics_image.h, metrics_seg.h, metrics.h) and Adam under OneCycleLR
 // (train/optim.h, schedule.h). Scalars come back with shape [1].
 #include "conformance/op_vectors.h"

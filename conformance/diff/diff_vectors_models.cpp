@@ -1,8 +1,8 @@
-// check-vectors adapters of spec `diff` for the whole models, built by the registry: ViT and
-// DGViT (entries vit, dgvit; models/vit.h), TransformerCls, DiffTransformerCls and DGT
-// (transformer, diff_transformer, dgt; models/text_transformer.h). The vector's block keys
-// that choose the preset (attn_type, mlp_type, norm_type, ...) are no options, as the entry
-// names the preset: they are checked against the built model.
+// check-vectors adapters of the DGSA paper (Lygizou et al. 2025) for the whole models, built by the
+// registry: ViT and DGViT (entries vit, dgvit; models/vit.h), TransformerCls, DiffTransformerCls
+// and DGT (transformer, diff_transformer, dgt; models/text_transformer.h). The vector's block keys
+// that choose the preset (attn_type, mlp_type, norm_type, ...) are no options, as the entry names
+// the preset: they are checked against the built model.
 #include "conformance/diff/diff_vectors.h"
 #include "conformance/registry_vectors.h"
 #include "models/text_transformer.h"

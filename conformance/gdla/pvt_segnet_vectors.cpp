@@ -1,7 +1,7 @@
-// check-vectors adapter of spec gdla 3.8, module string "gdla.PVTSegNet": the whole
-// segmentation network built by the registry's pvt_segnet from the reference constructor's
-// arguments (its "encoder" dict of PVTv2-b2 overrides sets encoder_depths, encoder_embed_dims,
-// ...), run in eval mode, outputs named x4, x3, x2, x1 (or x1 alone).
+// check-vectors adapter of PVT-GDLA (Zheng et al. 2026, Sec. 3), module string "gdla.PVTSegNet":
+// the whole segmentation network built by the registry's pvt_segnet from the reference
+// constructor's arguments (its "encoder" dict of PVTv2-b2 overrides sets encoder_depths,
+// encoder_embed_dims, ...), run in eval mode, outputs named x4, x3, x2, x1 (or x1 alone).
 #include "conformance/registry_vectors.h"
 
 namespace lumen::cli {

@@ -1,4 +1,4 @@
-// check-vectors adapters for the PVTv2 encoder of spec gdla 3.7 (module strings
+// check-vectors adapters for the PVTv2 encoder of PVT-GDLA (module strings
 // "gdla.OverlapPatchEmbed", "gdla.PVTBlock", "gdla.PVTStage", "gdla.PyramidVisionTransformerV2"):
 // constructor arguments from the config, the token grid of a block under "H", "W".
 #include "conformance/module_vectors.h"

@@ -1,4 +1,4 @@
-// check-vectors adapters for PVT-GDLA's training pieces (spec gdla §3.9-3.10): the Boundary
+// check-vectors adapters for PVT-GDLA's training pieces (Zheng et al. 2026, Sec. 4): the Boundary
 // DoU, soft Dice and Dice + CE losses and their deep-supervision sum (train/loss_seg.h), and
 // the TransUNet per-case DSC/HD95 (train/metrics_seg.h). Scalars come back with shape [1].
 #include "conformance/op_vectors.h"

@@ -1,5 +1,5 @@
-// check-vectors adapters for the basic layers of the specs: Mlp, SwiGLU and RMSNorm (spec
-// `diff`) and BatchNorm2d (spec `sfree_utnet`, including the running-statistics update).
+// check-vectors adapters for the basic layers: Mlp, SwiGLU and RMSNorm (the
+// DGSA paper's vectors) and BatchNorm2d (UTNet's vectors, including the running-statistics update).
 #include "conformance/module_vectors.h"
 #include "lumen/lumen.h"
 

@@ -1,5 +1,5 @@
-// Vector adapters for the scan and FFT ops: the reference functions of shared/oracle's
-// ref_context.py, `context.selective_scan` (mamba selective_scan_ref) and
+// Vector adapters for the scan and FFT ops: the PyTorch reference functions
+// (ref_context.py), `context.selective_scan` (mamba selective_scan_ref) and
 // `context.causal_fft_conv` (Hyena's long convolution), with their Python defaults.
 #include "conformance/op_vectors.h"
 #include "ops/fft.h"

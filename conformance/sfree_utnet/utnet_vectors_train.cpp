@@ -1,6 +1,6 @@
-// check-vectors adapters for UTNet's training pieces (spec sfree_utnet §4-5, 6.3): the Dice,
-// CE + Dice and deep-supervision losses (train/loss.h), SGD steps (train/optim.h), the LR
-// schedule (train/schedule.h) and AUROC (train/metrics.h). Scalars come back with shape [1].
+// check-vectors adapters for UTNet's training pieces (Gao et al. 2021, Sec. 3.2; AUROC of Khader et
+// al.): the Dice, CE + Dice and deep-supervision losses (train/loss.h), SGD steps (train/optim.h),
+// the LR schedule (train/schedule.h) and AUROC (train/metrics.h). Scalars come back with shape [1].
 #include "conformance/op_vectors.h"
 #include "ops/shape.h"
 #include "train/loss.h"

@@ -1,4 +1,4 @@
-// The context-length paper's Swin models (spec context 3.2): the parameter counts of its
+// The context-length paper's Swin models (Hooper & Xue, Table 7): the parameter counts of its
 // Table 7 configurations, 2-D/3-D UPerNet and linear-head shapes, names, errors, a float64
 // gradcheck of a tiny model, and the whole-model vectors.
 #include "models/context_swin.h"

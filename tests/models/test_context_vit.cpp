@@ -1,6 +1,7 @@
-// The ViT models of spec context (2.5, 2.7, 2.8, 3.1): the backbone's hidden list, the UNETR
-// layout table, the whole encoder-decoder model in 2-D and 3-D with both heads, the paper's
-// parameter counts (Table 6, reproduced by the reference code), errors, and the oracle vectors.
+// The ViT models of the context-length study (Hooper & Xue, Sec. 3): the backbone's hidden list,
+// the UNETR layout table, the whole encoder-decoder model in 2-D and 3-D with both heads, the
+// paper's parameter counts (Table 6, reproduced by the reference code), errors, and the oracle
+// vectors.
 #include "models/context_vit.h"
 #include "support/gradcheck.h"
 

@@ -1,7 +1,7 @@
-// PVT-GDLA and its baselines (spec gdla 3.8): the paper's parameter counts (Table 1), output
-// shapes and key names for every decoder, the 1 -> 3 channel repeat checked against a 3-channel
-// model, deep supervision not changing x1, config and input errors, float64 gradients of tiny
-// networks, a deep-supervised BDoU step, and the network vectors (on CUDA too, with a GPU).
+// PVT-GDLA and its baselines (Zheng et al. 2026, Sec. 3): the paper's parameter counts (Table 1),
+// output shapes and key names for every decoder, the 1 -> 3 channel repeat checked against a
+// 3-channel model, deep supervision not changing x1, config and input errors, float64 gradients of
+// tiny networks, a deep-supervised BDoU step, and the network vectors (on CUDA too, with a GPU).
 #include "conformance/check_vectors.h"
 #include "models/pvt_segnet.h"
 #include "ops/interpolate.h"

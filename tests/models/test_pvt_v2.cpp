@@ -1,7 +1,7 @@
-// The PVTv2 encoder (spec gdla 3.7): parameter counts of b0-b5 and b2_li against timm's, the
-// feature pyramid's shapes, the classifier head, timm's init, the whai362 key rename (in memory
-// and through a safetensors file), config errors, float64 gradients and the encoder vectors (on
-// CUDA too when a GPU is present).
+// The PVTv2 encoder (Wang et al. 2022; timm pvt_v2.py): parameter counts of b0-b5 and b2_li against
+// timm's, the feature pyramid's shapes, the classifier head, timm's init, the whai362 key rename
+// (in memory and through a safetensors file), config errors, float64 gradients and the encoder
+// vectors (on CUDA too when a GPU is present).
 #include <cmath>
 
 #include "conformance/check_vectors.h"
@@ -49,7 +49,7 @@ TEST_CASE(
     "PVTv2 presets have timm's parameter counts (3.7 / 14.0 / 25.4 / 22.6 / 45.2 / 62.6 / "
     "82.0 M with the 1000-class head)",
     "[models][pvt]") {
-    // Built whole: b0 and b2 (PVT-GDLA's encoder: 24,849,856 without the head, spec 3.7).
+    // Built whole: b0 and b2 (PVT-GDLA's encoder: 24,849,856 without the head).
     CHECK(PyramidVisionTransformerV2(models::pvt_v2_config("b0", 1000)).num_parameters() ==
           3666760);
     PyramidVisionTransformerV2 b2(models::pvt_v2_config("b2", 1000));

@@ -1,6 +1,7 @@
-// The seed-001 ViT (SfreeViT) and the official SimA ViT: Table 1 parameter counts (exact values
-// of the PyTorch reference), patchify feature orders, the embedding and pooling, the Fourier
-// features, the official init, float64 gradchecks of tiny models, and config/input errors.
+// The softmax-free paper's ViT (SfreeViT, Khader et al.) and the official SimA ViT: Table 1
+// parameter counts (exact values of the PyTorch reference), patchify feature orders, the embedding
+// and pooling, the Fourier features, the official init, float64 gradchecks of tiny models, and
+// config/input errors.
 #include <cmath>
 #include <numbers>
 

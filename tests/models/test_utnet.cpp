@@ -1,4 +1,4 @@
-// UTNet as a whole (spec sfree_utnet §3.10): the paper configuration's parameter count and
+// UTNet as a whole (Gao et al. 2021, Sec. 2.4): the paper configuration's parameter count and
 // names, stage choice from block_list, outputs with and without deep supervision, input
 // checks, and the whole-model vectors.
 #include "models/utnet.h"

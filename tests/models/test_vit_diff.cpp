@@ -1,6 +1,7 @@
-// The models of spec diff: ViT and DGViT (timm skeleton, init, the paper's parameter counts),
-// the text classifiers TransformerCls, DiffTransformerCls and DGT (per-layer parameter counts,
-// padding invariance, the padding row), gradients and errors. CUDA parity is tagged [cuda].
+// The models of the DGSA paper (Lygizou et al. 2025): ViT and DGViT (timm skeleton, init, the
+// paper's parameter counts), the text classifiers TransformerCls, DiffTransformerCls and DGT
+// (per-layer parameter counts, padding invariance, the padding row), gradients and errors. CUDA
+// parity is tagged [cuda].
 #include <cmath>
 
 #include "models/text_transformer.h"
@@ -29,7 +30,7 @@ Tensor tokens(const std::vector<int64_t>& values, int64_t batch) {
 TEST_CASE("ViT and DGViT: the spec's parameter counts on CIFAR-10/100 and FashionMNIST",
           "[models][vit][diff]") {
     CHECK(models::ViT(models::vit_config(10)).num_parameters() == 6350602);  // 6.35M
-    // DGViT k = 4 / k = 2 (spec 3.2): 5.31M / 3.73M, 5.33M / 3.76M, 5.30M / 3.72M.
+    // DGViT k = 4 / k = 2 (the paper's Table 6): 5.31M / 3.73M, 5.33M / 3.76M, 5.30M / 3.72M.
     struct Case {
         int64_t classes;
         std::vector<int64_t> img;

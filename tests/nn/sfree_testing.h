@@ -1,6 +1,6 @@
-// Helpers shared by the seed-001 / SimA tests: a float64 gradcheck of a module's input and every
-// parameter element, and the peak resident memory of the process (to show that the linear
-// attentions never allocate an N x N matrix).
+// Helpers shared by the softmax-free (Khader et al.) / SimA tests: a float64 gradcheck of a
+// module's input and every parameter element, and the peak resident memory of the process (to show
+// that the linear attentions never allocate an N x N matrix).
 #pragma once
 
 #include <algorithm>

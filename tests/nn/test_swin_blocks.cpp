@@ -1,6 +1,6 @@
-// Swin's layers (spec context 2.9): PatchEmbed padding, PatchMergingV2's sub-grid order
-// against index loops, the block (shift, padding, clipped windows, mixer rules), the stage and
-// the backbone's shapes and names, float64 gradchecks, and the oracle vectors.
+// Swin's layers (the context-length study's MONAI copy): PatchEmbed padding, PatchMergingV2's
+// sub-grid order against index loops, the block (shift, padding, clipped windows, mixer rules), the
+// stage and the backbone's shapes and names, float64 gradchecks, and the oracle vectors.
 #include "nn/swin/swin_transformer.h"
 #include "support/gradcheck.h"
 
@@ -123,7 +123,8 @@ TEST_CASE("Swin with Hyena / MambaVision windows: names, no shift, gradients", "
     for (const char* key : {"attn.mamba.in_proj.weight", "attn.mamba.A_log", "attn.mamba.D",
                             "attn.mamba.x_proj.weight", "attn.mamba.dt_proj.bias"})
         CHECK(has_key(mb, key));
-    // A stage of Hyena/Mamba windows never shifts (spec decision 7) and builds no mask.
+    // A stage of Hyena/Mamba windows never shifts (Hooper & Xue, Sec. 3 footnote) and builds no
+    // mask.
     BasicLayer layer(4, 3, 2, {3, 3}, 2.0, true, mamba);
     CHECK(layer.shift_size == std::vector<int64_t>{0, 0});
     for (size_t i = 0; i < 3; ++i)

@@ -1,5 +1,5 @@
-// The paper's UPerNet head (spec context 2.10): state_dict names (one shared smoothing conv),
-// the PSP bottleneck's padding quirk, BatchNorm train/eval, 2-D and 3-D shapes, float64
+// The paper's UPerNet head (Hooper & Xue; its seg_heads.py): state_dict names (one shared smoothing
+// conv), the PSP bottleneck's padding quirk, BatchNorm train/eval, 2-D and 3-D shapes, float64
 // gradchecks, errors, and the oracle vectors.
 #include "nn/upernet.h"
 #include "support/gradcheck.h"
@@ -36,7 +36,7 @@ TEST_CASE("UperNet: names of the paper's head, one shared smoothing conv", "[nn]
     CHECK(state.at("PPN.stages.0.1.weight").shape() == Shape{12, 48, 1, 1});
     CHECK(state.at("PPN.bottleneck.0.weight").shape() == Shape{48, 96, 1, 1});
     CHECK(state.at("FPN.conv_fusion.0.weight").shape() == Shape{6, 24, 3, 3});
-    // The paper's Swin-T head (vessel task, 2 classes): 9,263,618 parameters (spec 3.2).
+    // The paper's Swin-T head (vessel task, 2 classes): 9,263,618 parameters (the paper's Table 7).
     UperNet paper(2, {192, 384, 768, 1536}, 2, {1024, 1024});
     CHECK(paper.num_parameters() == 9263618);
 }

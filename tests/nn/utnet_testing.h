@@ -27,7 +27,8 @@ inline Tensor naive_bias(const Tensor& table, int64_t heads, int64_t r, int64_t 
     return from_vector(out, {1, heads, H * W, r * r});
 }
 
-// rel_w, rel_h by their definition (spec §3.4) with loops over every index.
+// rel_w, rel_h by their definition (Gao et al. 2021, Sec. 2.3, eq. 3-4) with loops over every
+// index.
 inline std::pair<Tensor, Tensor> naive_relative_logits(const Tensor& q, const Tensor& key_rel_w,
                                                        const Tensor& key_rel_h, int64_t r,
                                                        int64_t H, int64_t W) {

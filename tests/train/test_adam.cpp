@@ -1,6 +1,7 @@
-// Adam and AdamW (spec context §2.15, gdla §6): the first step by hand, ten steps against the
-// update rule evaluated here in plain double arithmetic (coupled and decoupled weight decay,
-// amsgrad, maximize, a beta1 that changes between steps), state, set_momentum, errors.
+// Adam and AdamW (the context-length study's and PVT-GDLA's recipes): the first step by hand, ten
+// steps against the update rule evaluated here in plain double arithmetic (coupled and decoupled
+// weight decay, amsgrad, maximize, a beta1 that changes between steps), state, set_momentum,
+// errors.
 #include <cmath>
 
 #include "support/gradcheck.h"

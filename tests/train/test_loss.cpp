@@ -1,6 +1,6 @@
-// UTNet's losses (spec sfree_utnet §5.1-5.2): a Dice value worked out by hand, the clamp of
-// alpha, float64 gradchecks, CE + Dice and deep supervision as their sums, target layouts,
-// errors, and the loss vectors.
+// UTNet's losses (Gao et al. 2021, Sec. 3.2; official losses.py): a Dice value worked out by hand,
+// the clamp of alpha, float64 gradchecks, CE + Dice and deep supervision as their sums, target
+// layouts, errors, and the loss vectors.
 #include <cmath>
 
 #include "support/gradcheck.h"

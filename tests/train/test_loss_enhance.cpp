@@ -1,4 +1,4 @@
-// The context study's denoising losses (spec context §2.13): the derivative taps and kernels by
+// The context study's denoising losses (Hooper & Xue): the derivative taps and kernels by
 // hand, the Gaussian-derivative loss against a direct triple loop, exactly 0 for T = 1, the
 // combined loss as its sum, float64 gradchecks, errors, and the loss vectors.
 #include <cmath>

@@ -1,5 +1,5 @@
-// PVT-GDLA's losses (spec gdla §3.9): the boundary count and alpha by hand and against the
-// official plus-stencil convolution, BDoU / soft Dice / Dice + CE against formulas evaluated
+// PVT-GDLA's losses (Zheng et al. 2026, Sec. 4): the boundary count and alpha by hand and against
+// the official plus-stencil convolution, BDoU / soft Dice / Dice + CE against formulas evaluated
 // here, an absent class, 3-D maps, float64 gradchecks, errors, and the vectors.
 #include <cmath>
 

@@ -1,5 +1,5 @@
-// AUROC (spec §6.3): against the pairwise definition on data full of ties, simple known
-// values, order invariance, multi-label averaging, errors, and the auroc vector.
+// AUROC (Khader et al., Sec. 3.2): against the pairwise definition on data full of ties, simple
+// known values, order invariance, multi-label averaging, errors, and the auroc vector.
 #include <cmath>
 
 #include "support/gradcheck.h"

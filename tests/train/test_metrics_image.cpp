@@ -1,6 +1,6 @@
-// SSIM (spec context §2.14): 1 for identical images, against a direct evaluation with the
-// full 2-D/3-D window in float64, the data range rule, a float64 gradcheck, errors, and the
-// vectors.
+// SSIM (as the context-length study computes it): 1 for identical images, against a direct
+// evaluation with the full 2-D/3-D window in float64, the data range rule, a float64 gradcheck,
+// errors, and the vectors.
 #include <cmath>
 
 #include "support/gradcheck.h"

@@ -1,5 +1,5 @@
-// Segmentation metrics (spec gdla §3.10, context §2.14): the distance transform and surface
-// distances against brute force (with spacing), HD95 on shapes worked out by hand, the
+// Segmentation metrics (PVT-GDLA's and the context-length study's): the distance transform and
+// surface distances against brute force (with spacing), HD95 on shapes worked out by hand, the
 // TransUNet protocol's cases, MONAI's validation Dice, accuracy, torchmetrics' per-sample Dice,
 // errors, and the vectors.
 #include <cmath>

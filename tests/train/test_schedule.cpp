@@ -1,4 +1,4 @@
-// UTNet's LR schedule at the epochs the spec lists (sfree_utnet §5.3), its branches and errors,
+// UTNet's LR schedule at the epochs of the official training script, its branches and errors,
 // and the 150-epoch vector; OneCycleLR against PyTorch's phase formulas (two and three phases,
 // cos and linear, momentum cycling through apply) and the one-cycle Adam vector (context
 // §2.15); timm's warm-up + cosine at the spec's sample steps (gdla §6).

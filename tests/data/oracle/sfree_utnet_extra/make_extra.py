@@ -3,7 +3,8 @@ stride-2 down-sampling with relative logits and max-pool reduction, no positions
 eval mode, wider attention, decoder with relative logits).  Made with the shared generator's
 machinery (reference modules, float32 re-check and tolerance rule) and seed 7:
     /usr/bin/python3 tests/data/oracle/sfree_utnet_extra/make_extra.py  (from the repository root,
-    with the shared oracle at /work/shared/oracle or $LUMEN_ORACLE)
+    with the PyTorch reference generator gen_sfree_utnet.py, which is not part of this
+    repository, in $LUMEN_ORACLE)
 """
 import os
 import sys
