@@ -8,8 +8,8 @@
 // UTNet's attention runs on square token
 // grids (14x14 with reduce size 7, 64x64 and 128x128 with 8), as does PVTv2's spatial-reduction
 // attention (keys reduced to 7x7 or 8x8; "pvt_sra_li" pools them to 7x7). Hyena (8 heads,
-// the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are spec
-// context's. GDLA (spec gdla's mixer) also takes the square grid, for its local mixer.
+// the paper's l_max 66000, filter order 64) and the MambaVision mixer (d_state 8) are the
+// context-length study's. GDLA (PVT-GDLA's mixer) also takes the square grid, for its local mixer.
 // Swin's window attention runs on the same grids as UTNet's with windows 7 and 8,
 // partition and reverse included.
 // --device cuda runs it all on the GPU (memory: the caching allocator's peak).

@@ -22,4 +22,4 @@
 
 // For ops whose CUDA kernel does not exist yet: a clear error, never a silent CPU fallback.
 #define LUMEN_NO_CUDA_KERNEL(op) \
-    LUMEN_FAIL(op, "has no CUDA kernel yet (issue #4); move the inputs to the CPU with .cpu()")
+    LUMEN_FAIL(op, "has no CUDA kernel yet; move the inputs to the CPU with .cpu()")

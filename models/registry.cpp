@@ -158,7 +158,7 @@ ModelEntry vit_entry() {
         return vit_cost(o, o.get_string("attn_type"), false, o.get_double("mlp_ratio"));
     };
     return {"vit",
-            "ViT classifier (timm layout; spec diff 3.1): MHSA + GELU MLP blocks",
+            "ViT classifier (timm layout; Lygizou et al. 2025): MHSA + GELU MLP blocks",
             std::move(options),
             build,
             vit_input,
@@ -191,7 +191,7 @@ ModelEntry dgvit_entry() {
         return vit_cost(o, "dgsa", true, o.get_double("ffn_expansion"));
     };
     return {"dgvit",
-            "DGViT (spec diff 3.2): M-DGSA attention + packed SwiGLU blocks",
+            "DGViT (Lygizou et al. 2025): M-DGSA attention + packed SwiGLU blocks",
             std::move(options),
             build,
             vit_input,

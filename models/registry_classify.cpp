@@ -89,8 +89,8 @@ ModelEntry sfree_vit_entry() {
         return in;
     };
     return {"sfree_vit",
-            "softmax-free ViT of seed 001 (spec sfree_utnet 1): softmax/seqnorm/SimA attention on "
-            "2-D images, 3-D volumes or feature bags",
+            "softmax-free ViT (Khader et al.): softmax/seqnorm/SimA attention on 2-D images, "
+            "3-D volumes or feature bags",
             std::move(options), build, input, nullptr};
 }
 
@@ -133,8 +133,8 @@ ModelEntry sima_vit_entry() {
         return in;
     };
     return {"sima_vit",
-            "SimA vision transformer (spec sfree_utnet 2; XCiT skeleton, softmax-free SimA "
-            "blocks); any image size divisible by the patch",
+            "SimA vision transformer (Koohpayegani & Pirsiavash 2024; XCiT skeleton, "
+            "softmax-free SimA blocks); any image size divisible by the patch",
             std::move(options), build, input, nullptr};
 }
 
@@ -189,12 +189,14 @@ ModelEntry text_entry(const std::string& name, const std::string& description) {
 std::vector<ModelEntry> classifier_entries() {
     return {sfree_vit_entry(), sima_vit_entry(),
             text_entry("transformer",
-                       "Transformer text classifier (spec diff 3.3): LayerNorm, MHSA, GELU MLP"),
+                       "Transformer text classifier (Lygizou et al. 2025): LayerNorm, MHSA, "
+                       "GELU MLP"),
             text_entry("diff_transformer",
-                       "Differential Transformer text classifier (spec diff 3.3): RMSNorm, "
+                       "Differential Transformer text classifier (Lygizou et al. 2025): RMSNorm, "
                        "differential attention, SwiGLU"),
             text_entry("dgt",
-                       "DGT text classifier (spec diff 3.3): RMSNorm, DGSA attention, SwiGLU")};
+                       "DGT text classifier (Lygizou et al. 2025): RMSNorm, DGSA attention, "
+                       "SwiGLU")};
 }
 
 }  // namespace lumen::models

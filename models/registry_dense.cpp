@@ -108,7 +108,7 @@ ModelEntry pvt_segnet_entry() {
         return in;
     };
     return {"pvt_segnet",
-            "PVT-GDLA and its baselines (spec gdla): PVTv2 encoder, gdla/sa/la/da decoder; "
+            "PVT-GDLA and its baselines (Zheng et al. 2026): PVTv2 encoder, gdla/sa/la/da decoder; "
             "2-D segmentation, any size divisible by 32",
             std::move(options), build, input, nullptr};
 }
@@ -174,7 +174,7 @@ ModelEntry utnet_entry() {
         return in;
     };
     return {"utnet",
-            "UTNet (spec sfree_utnet 3.10): U-Net with efficient-attention transformer levels; "
+            "UTNet (Gao et al. 2021): U-Net with efficient-attention transformer levels; "
             "2-D segmentation",
             std::move(options), build, input, nullptr};
 }
@@ -265,7 +265,7 @@ ModelEntry context_vit_entry() {
     };
     auto input = [](const nn::Options& o) { return context_input(o, o.get_string("decoder")); };
     return {"context_vit",
-            "ViT + UNETR or linear head (spec context 3.1), attention/Hyena/Mamba mixer, 2-D or "
+            "ViT + UNETR or linear head (Hooper & Xue), attention/Hyena/Mamba mixer, 2-D or "
             "3-D",
             std::move(options), build, input, nullptr};
 }
@@ -308,7 +308,7 @@ ModelEntry context_swin_entry() {
     };
     auto input = [](const nn::Options& o) { return context_input(o, o.get_string("decoder")); };
     return {"context_swin",
-            "Swin + UPerNet or linear head (spec context 3.2), window attention/Hyena/Mamba, 2-D "
+            "Swin + UPerNet or linear head (Hooper & Xue), window attention/Hyena/Mamba, 2-D "
             "or 3-D",
             std::move(options), build, input, nullptr};
 }

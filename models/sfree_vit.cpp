@@ -1,4 +1,4 @@
-// The seed-001 ViT: patchify, embedding, vit-pytorch Transformer, head.
+// The softmax-free paper's ViT: patchify, embedding, vit-pytorch Transformer, head.
 #include "models/sfree_vit.h"
 
 #include "nn/activation.h"

@@ -1,7 +1,7 @@
-// The ViT of seed 001 ("softmax-free" transformers for medical images; spec sfree_utnet §1.2-1.3)
-// in the layout of lucidrains/vit-pytorch (vit.py @3e5d1be, vit_3d.py @8208c85): pre-norm
-// FeedForward and Transformer with a final norm, and the ViT for 2-D images, 3-D volumes and
-// bags of whole-slide tile features, its attention picked by name (softmax, seqnorm, sima).
+// The ViT of Khader et al. ("softmax-free" transformers for medical images, Sec. 2.1 and 3.1) in
+// the layout of lucidrains/vit-pytorch (vit.py @3e5d1be, vit_3d.py @8208c85): pre-norm FeedForward
+// and Transformer with a final norm, and the ViT for 2-D images, 3-D volumes and bags of
+// whole-slide tile features, its attention picked by name (softmax, seqnorm, sima).
 #pragma once
 
 #include <memory>
@@ -25,8 +25,8 @@ class FeedForward : public nn::Module {
     std::shared_ptr<nn::Sequential> net;
 };
 
-// The seed-001 ViT's settings (the reference constructor's keyword arguments). Paper sizes
-// (Table 1, dim_head 64, 2 classes): ViT_2D 224^2 patch 16: dim 1024, depth 8, heads 8,
+// The softmax-free paper's ViT's settings (the reference constructor's keyword arguments). Paper
+// sizes (Table 1, dim_head 64, 2 classes): ViT_2D 224^2 patch 16: dim 1024, depth 8, heads 8,
 // mlp_dim 1024 (34,609,666 parameters softmax / 34,634,242 seqnorm); ViT_3D 1 x 32 x 256^2,
 // patch 16 x 16 x 4: same widths (36,768,770 / 36,793,346); ViT_WSI bag of 2048-d features:
 // dim 512, depth 2, heads 8, mlp_dim 512 (4,209,666 / 4,215,810). SimA counts equal softmax's.

@@ -1,7 +1,7 @@
 // The official SimA vision transformer (Koohpayegani & Pirsiavash, "SimA: Simple Softmax-free
-// Attention for Vision Transformers"; UCDvision/sima sima.py @3ec3b8e, an XCiT skeleton; spec
-// sfree_utnet §2): conv + BatchNorm patch embedding, Fourier positional encoding, SimABlocks on
-// the patch tokens, class-attention layers, head. The blocks are in nn/sima/.
+// Attention for Vision Transformers"; UCDvision/sima sima.py @3ec3b8e, an XCiT skeleton): conv +
+// BatchNorm patch embedding, Fourier positional encoding, SimABlocks on the patch tokens,
+// class-attention layers, head. The blocks are in nn/sima/.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
 // The Vision Transformer classifier in timm's VisionTransformer layout (class token kept in
 // attention, learned position embedding, pre-norm blocks, final norm, linear head on the class
-// token), with the blocks chosen by config: ViT (spec diff 3.1) and DGViT (3.2, seed 004) are
-// presets of the same skeleton; timm's initialisation (3.4).
+// token), with the blocks chosen by config: ViT (timm's VisionTransformer) and DGViT (Lygizou et
+// al. 2025, Sec. 4.3) are presets of the same skeleton; timm's initialisation (3.4).
 #pragma once
 
 #include <memory>
@@ -48,7 +48,7 @@ std::vector<std::string> vit_attention_types();
 // gdla and utnet (convolutions on the token map: local mixing, the q/k/v projections),
 // swin_window (windows and relative positions on the grid; Swin classifies by the token mean
 // instead of a class token), hyena and mamba (causal along the tokens: a class token in front
-// would never see the patches; spec context uses the token mean for them).
+// would never see the patches; the context-length study's models use the token mean for them).
 const std::vector<std::string>& vit_mean_pool_attention();
 
 // Seed 004's ViT baseline (Table 3): D 256, depth 8, 8 heads, patch 4, GELU MLP ratio 4,

@@ -1,5 +1,5 @@
 // Block: builds norm1/attn/norm2/mlp from BlockOptions and runs the two pre-norm residual
-// branches; the spec-diff presets.
+// branches; the presets of Lygizou et al. 2025.
 #include "nn/block.h"
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // The pre-norm transformer encoder block in timm's layout (norm1, attn, norm2, mlp), with the
 // norm, the attention (by registry name, nn/attention/attention.h) and the FFN chosen by
-// config, and the presets of spec diff: ViTBlock (2.5), DiffTransformerLayer (2.7), DGViTBlock
-// and DGTLayer (2.9).
+// config, and the presets of the DGSA paper and its baselines (Lygizou et al. 2025, Sec. 4.3):
+// ViTBlock, DiffTransformerLayer, DGViTBlock and DGTLayer.
 #pragma once
 
 #include <memory>
@@ -27,7 +27,7 @@ struct BlockOptions {
     bool qkv_bias = true;  // handed to the attention (the differential variants have none)
     bool mlp_bias = true;
     double drop = 0.0;       // attention output projection and the FFN dropouts
-    int ffn_dropouts = 2;    // swiglu: 2 = drop1 and drop2, 1 = drop1 only (spec D12)
+    int ffn_dropouts = 2;    // swiglu: 2 = drop1 and drop2, 1 = drop1 only (the DGViT/DGT recipe)
     double attn_drop = 0.0;  // on the attention map
     double drop_path = 0.0;  // stochastic depth on both residual branches
     // The attention's own options (lambda_init, q_residual, causal, rope, ...); see its factory.

@@ -1,5 +1,5 @@
 // Feed-forward blocks of the transformers: timm's GELU Mlp and the packed SwiGLU
-// (timm SwiGLUPacked, spec `diff` 2.3), with timm's parameter names fc1 / fc2.
+// (timm SwiGLUPacked, as DGViT/DGT use it), with timm's parameter names fc1 / fc2.
 #pragma once
 
 #include <memory>

@@ -64,7 +64,8 @@ Tensor rollout_token_scores(const Tensor& rollout, const Tensor& key_padding_mas
 
 namespace {
 
-// The store_attn flag and last_attn map of `module` if it is one of the spec-diff attentions.
+// The store_attn flag and last_attn map of `module` if it is one of the attentions of the DGSA
+// paper and its baselines.
 std::pair<bool*, Tensor*> attention_slot(Module* module) {
     if (auto* m = dynamic_cast<attention::MHSA*>(module)) return {&m->store_attn, &m->last_attn};
     if (auto* m = dynamic_cast<attention::MultiheadDiffAttn*>(module))

@@ -1,5 +1,5 @@
 // Attention rollout (Abnar & Zuidema 2020) over the fused maps of a stack of attention layers
-// (spec diff 2.10, decision D14): signed differential/gated maps are kept signed.
+// (as Lygizou et al. 2025 visualize, Sec. 5.3): signed differential/gated maps are kept signed.
 #pragma once
 
 #include <vector>
@@ -22,7 +22,7 @@ Tensor attention_rollout(const std::vector<Tensor>& maps);
 // N = prefix_tokens + gh * gw -> (B, gh, gw). Throws [attention_rollout] for other sizes.
 Tensor rollout_class_token_map(const Tensor& rollout, const std::vector<int64_t>& grid,
                                int64_t prefix_tokens = 1);
-// Text (no class token, spec D14): the mean of the rollout rows of the non-pad queries, 0 at
+// Text (no class token): the mean of the rollout rows of the non-pad queries, 0 at
 // pad keys. Shapes: rollout (B, N, N), key_padding_mask (B, N) bool (true = pad) -> (B, N).
 Tensor rollout_token_scores(const Tensor& rollout, const Tensor& key_padding_mask);
 

@@ -1,6 +1,6 @@
 // Rotary position embedding (RoPE, Su et al. 2021) with interleaved pairs, GPT-J style, as the
-// official Differential Transformer uses it through flash-attn's apply_rotary_emb (spec diff
-// 2.6.1): the tables and the rotation, built from ops so that it runs on any device.
+// official Differential Transformer uses it through flash-attn's apply_rotary_emb: the tables and
+// the rotation, built from ops so that it runs on any device.
 #pragma once
 
 #include <utility>

@@ -1,5 +1,5 @@
-// UPerNet head (spec context 2.10): pyramid pooling, the FPN with its one shared smoothing
-// conv, fusion and the full-size head, built from conv / batch norm / interpolate ops.
+// UPerNet head (Hooper & Xue's seg_heads.py): pyramid pooling, the FPN with its one shared
+// smoothing conv, fusion and the full-size head, built from conv / batch norm / interpolate ops.
 #include "nn/upernet.h"
 
 #include "nn/activation.h"

@@ -1,8 +1,8 @@
 // The UPerNet head of the context-length paper (its seg_heads.py, from yassouali/pytorch-
-// segmentation; spec context 2.10), 2-D and 3-D: a pyramid pooling module on the coarsest map,
+// segmentation; as Hooper & Xue use it), 2-D and 3-D: a pyramid pooling module on the coarsest map,
 // an FPN whose three smoothing convolutions are ONE shared conv, a fusion conv and a 3x3 head
-// after upsampling to the image size. Not mmsegmentation's UPerHead (spec 2.10 lists the
-// differences).
+// after upsampling to the image size. Not mmsegmentation's UPerHead (the paper's seg_heads.py has
+// the differences).
 #pragma once
 
 #include <map>

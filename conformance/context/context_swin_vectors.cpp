@@ -1,4 +1,4 @@
-// check-vectors adapters of spec `context` for Swin (2.9: context.PatchEmbed, compute_mask,
+// check-vectors adapters of the context-length study for Swin ( context.PatchEmbed, compute_mask,
 // relative_position_index, WindowAttention, SwinTransformerBlock, PatchMergingV2, BasicLayer,
 // SwinTransformer), the UPerNet head (2.10: context.UperNet) and the Swin whole models
 // (context.model with encoder "Swin": context_vectors.cpp hands it to "context.model:Swin",

@@ -1,6 +1,6 @@
-// check-vectors adapters for the token mixers of spec context (2.11, 2.12): the Hyena filter
-// and operator, the MambaVision mixer and block ("context.<reference class name>"),
-// constructor keyword arguments from the config, parameters and buffers by bind_module.
+// check-vectors adapters for the token mixers of the context-length study (Hooper & Xue, Sec. 3.1):
+// the Hyena filter and operator, the MambaVision mixer and block ("context.<reference class
+// name>"), constructor keyword arguments from the config, parameters and buffers by bind_module.
 #include "conformance/context/context_vectors.h"
 #include "conformance/module_vectors.h"
 #include "nn/attention/hyena.h"

@@ -1,6 +1,6 @@
-// check-vectors adapters of spec `diff` for the attentions (Attention = MHSA, MultiheadDiffAttn,
-// MultiheadDGSA), the four block presets and attention_rollout. The whole models are in
-// diff_vectors_models.cpp; the shared block-config reader is in diff_vectors.h.
+// check-vectors adapters of the DGSA paper (Lygizou et al. 2025) for the attentions (Attention =
+// MHSA, MultiheadDiffAttn, MultiheadDGSA), the four block presets and attention_rollout. The whole
+// models are in diff_vectors_models.cpp; the shared block-config reader is in diff_vectors.h.
 #include "conformance/diff/diff_vectors.h"
 
 #include <cmath>

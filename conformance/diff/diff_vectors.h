@@ -1,5 +1,5 @@
-// Shared by the spec-`diff` check-vectors adapters (diff_vectors.cpp, diff_vectors_models.cpp):
-// checking a vector's block keys against a lumen preset.
+// Shared by the check-vectors adapters of the DGSA paper (diff_vectors.cpp,
+// diff_vectors_models.cpp): checking a vector's block keys against a lumen preset.
 #pragma once
 
 #include "conformance/op_vectors.h"

@@ -1,6 +1,7 @@
-// check-vectors adapters of spec gdla 3.1-3.6: linear_attention, the mixers (linear, GDLA,
-// softmax and differential with RoPE), GMLP, the GDLAM and pre-norm blocks, Upsample and ResBlk.
-// Module configs hold the constructor arguments; "H", "W" give the grid of token inputs.
+// check-vectors adapters of PVT-GDLA's modules (Zheng et al. 2026, Sec. 3): linear_attention, the
+// mixers (linear, GDLA, softmax and differential with RoPE), GMLP, the GDLAM and pre-norm blocks,
+// Upsample and ResBlk. Module configs hold the constructor arguments; "H", "W" give the grid of
+// token inputs.
 #include <cmath>
 
 #include "conformance/module_vectors.h"

@@ -1,5 +1,5 @@
-// check-vectors adapters for seed 001 of spec sfree_utnet (§1): the three attentions in the
-// vit-pytorch frame and the ViT for images, volumes and bags (module strings
+// check-vectors adapters for the softmax-free paper (Khader et al., Sec. 2.1): the three attentions
+// in the vit-pytorch frame and the ViT for images, volumes and bags (module strings
 // "sfree_utnet.<reference class>"; constructor keyword arguments in the config; the ViT built by
 // the registry's sfree_vit).
 #include "conformance/module_vectors.h"

@@ -1,4 +1,4 @@
-// check-vectors adapters for the official SimA model parts of spec sfree_utnet (§2): SimA,
+// check-vectors adapters for the official SimA model parts (Koohpayegani & Pirsiavash 2024): SimA,
 // ClassAttention, ClassAttentionBlock, LPI, SimABlock and SimAVisionTransformer (built by the
 // registry's sima_vit) (module strings "sfree_utnet.<official class>"; forward-only H, W under
 // "forward"; BatchNorm in training mode unless "mode" is "eval", handled by bind_module).

@@ -1,4 +1,4 @@
-// check-vectors adapters for UTNet's modules and the whole model (spec sfree_utnet §3, module
+// check-vectors adapters for UTNet's modules and the whole model (Gao et al. 2021, Sec. 2; module
 // strings "sfree_utnet.<official class name>"): constructor keyword arguments from the config,
 // forward-only arguments under "forward", parameters and buffers loaded by bind_module; the
 // whole model built by the registry's utnet.

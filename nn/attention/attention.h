@@ -1,5 +1,5 @@
 // The one interface every attention variant implements, so that blocks and models swap
-// variants by name in their config (spec ablations are config changes, not code changes):
+// variants by name in their config (the papers' ablations are config changes, not code changes):
 // tokens (B, N, C) in, (B, N, C) out, plus an AttentionContext carrying what some variants
 // need: the token grid (UTNet, Swin, LPI, spatial reduction), a key padding mask (text
 // models), causality. A registry maps names ("mhsa", "diff", "dgsa", "seqnorm", "sima", ...)

@@ -1,6 +1,6 @@
 // Class attention of the official SimA model (UCDvision/sima sima.py @3ec3b8e, XCiT/CaiT
-// layout; spec sfree_utnet §2): softmax-free attention in which only the class token queries.
-// The block around it (ClassAttentionBlock) is in nn/sima/sima_block.h.
+// layout; Koohpayegani & Pirsiavash 2024): softmax-free attention in which only the class token
+// queries. The block around it (ClassAttentionBlock) is in nn/sima/sima_block.h.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,8 @@
-// Multi-head Differential Gated Self-Attention (M-DGSA, seed 004, Algorithm 1; spec diff 2.8,
-// decisions D4, D5, D11): the differential head layout of MultiheadDiffAttn with the scalar
-// lambda replaced by a per-token, per-head sigmoid gate between an excitatory and an inhibitory
-// softmax map, and an optional residual of the raw query projection. Registered as "dgsa".
+// Multi-head Differential Gated Self-Attention (M-DGSA, Lygizou et al. 2025, Sec. 4.1-4.2 and
+// Algorithm 1; no official code exists, the paper text is followed): the differential head layout
+// of MultiheadDiffAttn with the scalar lambda replaced by a per-token, per-head sigmoid gate
+// between an excitatory and an inhibitory softmax map, and an optional residual of the raw query
+// projection. Registered as "dgsa".
 #pragma once
 
 #include <memory>
@@ -20,7 +21,7 @@ struct DGSAOptions {
     bool lambda_schedule = false;  // true: lambda_init = diff_lambda_init(layer_index) instead
     bool q_residual = false;       // y += x Wq^T (on in DGViT, off in DGT)
     bool causal = false;
-    double attn_drop = 0.0;  // on the fused map (spec D12: 0 in every config)
+    double attn_drop = 0.0;  // on the fused map (0 in every DGViT/DGT config)
     double proj_drop = 0.0;
     double subln_eps = 1e-5;
 };

@@ -1,7 +1,7 @@
 // Multi-head differential attention (Ye et al., "Differential Transformer", ICLR 2025), in the
-// layout of the official microsoft/unilm Diff-Transformer/multihead_diffattn.py (spec diff 2.6,
-// decisions D1-D3): two softmax maps per head, subtracted with one learned scalar lambda, a
-// shared RMSNorm over each head's output; optional causal mask and RoPE. Registered as "diff".
+// layout of the official microsoft/unilm Diff-Transformer/multihead_diffattn.py (Ye et al. 2025,
+// Sec. 2.1): two softmax maps per head, subtracted with one learned scalar lambda, a shared RMSNorm
+// over each head's output; optional causal mask and RoPE. Registered as "diff".
 #pragma once
 
 #include <memory>
@@ -20,7 +20,7 @@ namespace lumen::nn::attention {
 double diff_lambda_init(int64_t layer_index);
 
 // One of the four lambda vectors (lambda_q1, lambda_k1, lambda_q2, lambda_k2): (head_dim) drawn
-// from N(0, 0.1), the official init. Both differential attentions (this spec's and spec gdla's)
+// from N(0, 0.1), the official init. Both differential attentions (this one and PVT-GDLA's)
 // register theirs from it.
 Tensor diff_lambda_vector(int64_t head_dim);
 
@@ -34,7 +34,7 @@ struct DiffAttnOptions {
     bool causal = false;  // the official LM default is causal with RoPE; classification is not
     bool rope = false;    // interleaved RoPE (nn/rope.h) on every q and k slot
     double rope_base = 10000.0;
-    double attn_drop = 0.0;  // on the fused map P1 - lambda P2 (spec D12: 0 in every config)
+    double attn_drop = 0.0;  // on the fused map P1 - lambda P2 (0 in every DGViT/DGT config)
     double proj_drop = 0.0;
     double subln_eps = 1e-5;
 };

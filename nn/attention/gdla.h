@@ -1,7 +1,8 @@
-// The GDLA token mixer of PVT-GDLA (seed 000, spec gdla 3.2, decisions D1, D3-D5): gated
-// differential linear attention on the projected tokens and on a locally mixed copy of them
-// (depthwise 3x3 then a dense 1x1 over all of [q|k|v|g]), concatenated and projected. Registered
-// as "gdla"; needs the token grid (AttentionContext::grid = {H, W}).
+// The GDLA token mixer of PVT-GDLA (Zheng et al. 2026, Sec. 3.2-3.4; where paper and official
+// xmindflow/gdla code differ, the code is followed): gated differential linear attention on the
+// projected tokens and on a locally mixed copy of them (depthwise 3x3 then a dense 1x1 over all of
+// [q|k|v|g]), concatenated and projected. Registered as "gdla"; needs the token grid
+// (AttentionContext::grid = {H, W}).
 #pragma once
 
 #include <memory>

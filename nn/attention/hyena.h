@@ -1,8 +1,8 @@
-// The Hyena operator (Poli et al., "Hyena Hierarchy", ICML 2023) as the paper of spec context
-// runs it (zoology's hyena.py with its multi-head fix, spec context 2.11, decisions D1-D4): an
-// implicit long filter (an MLP of sines over a positional table, exponentially decayed), a
-// causal FFT convolution (ops/fft.h fftconv) and two multiplicative gates. Registered as
-// "hyena": tokens (B, N, C) in and out, linear in N (no N x N tensor).
+// The Hyena operator (Poli et al., "Hyena Hierarchy", ICML 2023) as Hooper & Xue run it (Sec. 3.1;
+// zoology's hyena.py with its multi-head fix): an implicit long filter (an MLP of sines over a
+// positional table, exponentially decayed), a causal FFT convolution (ops/fft.h fftconv) and two
+// multiplicative gates. Registered as "hyena": tokens (B, N, C) in and out, linear in N (no N x N
+// tensor).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
-// Linear attention from matmuls and elementwise ops; autograd gives the backward of spec gdla
-// 3.1 (dNum = g / den, dDen = -sum_c g y / den, then through the two products and phi).
+// Linear attention from matmuls and elementwise ops; autograd gives the backward of PVT-GDLA's
+// linear attention 3.1 (dNum = g / den, dDen = -sum_c g y / den, then through the two products and
+// phi).
 #include "nn/attention/linear_attention.h"
 
 #include "nn/attention/mhsa.h"
@@ -36,7 +37,7 @@ Tensor linear_attention(const Tensor& q, const Tensor& k, const Tensor& v, doubl
 
 void check_unmasked(const AttentionContext& context, const std::string& who) {
     LUMEN_CHECK(!context.key_padding_mask.defined(), who,
-                "takes no key_padding_mask (linear attention of spec gdla is unmasked)");
+                "takes no key_padding_mask (PVT-GDLA's linear attention is unmasked)");
     LUMEN_CHECK(!context.causal, who, "is non-causal, got causal = true in the context");
 }
 

@@ -1,7 +1,7 @@
-// Kernelized linear attention (Katharopoulos et al. 2020, non-causal) as spec gdla 3.1 defines
-// it: the feature map elu + 1, the function linear_attention and the multi-head mixer of
-// PVT-LinearAttn (official MultiHeadLinearAttn), registered as "linear". The GDLA mixer that
-// builds on the function is in nn/attention/gdla.h.
+// Kernelized linear attention (Katharopoulos et al. 2020, non-causal) as PVT-GDLA defines it (Zheng
+// et al. 2026, Sec. 3.1.2, eqs. 10-13): the feature map elu + 1, the function linear_attention and
+// the multi-head mixer of PVT-LinearAttn (official MultiHeadLinearAttn), registered as "linear".
+// The GDLA mixer that builds on the function is in nn/attention/gdla.h.
 #pragma once
 
 #include <memory>
@@ -48,7 +48,7 @@ class MultiHeadLinearAttn : public Attention {
 };
 
 // Throws [<who>] when the context asks for a key padding mask or causal attention, which the
-// linear mixers of spec gdla do not define.
+// linear mixers of PVT-GDLA do not define.
 void check_unmasked(const AttentionContext& context, const std::string& who);
 
 // Registry factory for "linear": dim, num_heads (head_dim must be -1 or dim / num_heads),

@@ -1,5 +1,5 @@
 // The MambaVision mixer (Hatamizadeh & Kautz, "MambaVision", CVPR 2025; NVlabs
-// mamba_vision.py::MambaVisionMixer, spec context 2.12, decision D6) and the NVlabs `Block`
+// mamba_vision.py::MambaVisionMixer, as Hooper & Xue use it, Sec. 3.1) and the NVlabs `Block`
 // around it. The mixer runs the selective scan (ops/scan.h) on one half of the channels and a
 // gated conv branch on the other; registered as "mamba": tokens (B, N, C) in and out, linear in N.
 #pragma once

@@ -1,7 +1,7 @@
-// Multi-head softmax self-attention in timm's `Attention` layout (spec diff 2.4), registered as
-// "mhsa", and the masked softmax-weights step that the differential variants (diff.h, dgsa.h)
-// share with it: scores (q * scale) k^T plus an additive -inf bias for padded keys and the
-// causal triangle, softmaxed over the keys.
+// Multi-head softmax self-attention in timm's `Attention` layout (the ViT baseline of Lygizou et
+// al. 2025), registered as "mhsa", and the masked softmax-weights step that the differential
+// variants (diff.h, dgsa.h) share with it: scores (q * scale) k^T plus an additive -inf bias for
+// padded keys and the causal triangle, softmaxed over the keys.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
-// The attention frame of lucidrains/vit-pytorch (vit.py @3e5d1be), shared by the three seed-001
-// variants (spec sfree_utnet §1.1): the LayerNorm lives inside the attention, to_qkv has no
-// bias, to_out = Linear + Dropout. The token mixes are in prenorm_softmax_attention.h,
-// seqnorm_attention.h and vitpt_sima_attention.h; the head split/merge helpers are here.
+// The attention frame of lucidrains/vit-pytorch (vit.py @3e5d1be), shared by the three attentions
+// of Khader et al. (Sec. 2.1): the LayerNorm lives inside the attention, to_qkv has no bias, to_out
+// = Linear + Dropout. The token mixes are in prenorm_softmax_attention.h, seqnorm_attention.h and
+// vitpt_sima_attention.h; the head split/merge helpers are here.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
-// The vanilla ViT attention of seed 001 in the vit-pytorch frame (spec sfree_utnet §1.1):
-// softmax(Q K^T / sqrt(d)) V per head. Registered as "vitpt_softmax".
+// The vanilla ViT attention of Khader et al. (Sec. 2.1, the softmax baseline) in the vit-pytorch
+// frame: softmax(Q K^T / sqrt(d)) V per head. Registered as "vitpt_softmax".
 #pragma once
 
 #include "nn/activation.h"

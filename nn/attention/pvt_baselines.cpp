@@ -1,5 +1,5 @@
-// MultiHeadSelfAttn and MultiHeadDiffAttn of spec gdla: projections, RoPE, the softmax maps
-// (nn/attention/mhsa.h's masked softmax) and, for Diff, lambda and the sub-layer RMSNorm.
+// MultiHeadSelfAttn and MultiHeadDiffAttn of the PVT-GDLA baselines: projections, RoPE, the softmax
+// maps (nn/attention/mhsa.h's masked softmax) and, for Diff, lambda and the sub-layer RMSNorm.
 #include "nn/attention/pvt_baselines.h"
 
 #include <cmath>

@@ -1,8 +1,8 @@
-// The softmax mixers of the PVT-SelfAttn and PVT-DiffAttn decoders (spec gdla 3.5, D7-D9;
-// official modules/attn/mhsa.py, mhda.py): one fused qkv projection with bias, optional 1-D
-// interleaved RoPE over the flattened token index (nn/rope.h). They differ from spec diff's
-// MHSA / MultiheadDiffAttn in layout and names, hence separate classes, registered as "pvt_sa"
-// and "pvt_da".
+// The softmax mixers of the PVT-SelfAttn and PVT-DiffAttn decoders (Zheng et al. 2026, Sec. 4
+// baselines; official modules/attn/mhsa.py, mhda.py): one fused qkv projection with bias, optional
+// 1-D interleaved RoPE over the flattened token index (nn/rope.h). They differ from the
+// Differential Transformer's (diff_attn.h) MHSA / MultiheadDiffAttn in layout and names, hence
+// separate classes, registered as "pvt_sa" and "pvt_da".
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
-// Softmax-free attention with sequence normalisation (seed 001, eqs. 2-7; spec sfree_utnet
-// §1.1 and decision 2): Q, K, V are each normalised over the tokens with their own gamma/beta,
-// then O_m = (1/N) Q_m (K_m^T V_m) per head, never an N x N matrix. Registered as "seqnorm".
+// Softmax-free attention with sequence normalisation (Khader et al., Sec. 2.1, eqs. 2-7): Q, K, V
+// are each normalised over the tokens with their own gamma/beta, then O_m = (1/N) Q_m (K_m^T V_m)
+// per head, never an N x N matrix. Registered as "seqnorm".
 #pragma once
 
 #include "nn/attention/prenorm_attention.h"

@@ -1,7 +1,7 @@
 // SimA, softmax-free attention with l1-normalised Q and K (Koohpayegani & Pirsiavash 2024;
-// official UCDvision/sima sima.py @3ec3b8e; spec sfree_utnet §1.1 and §2): the shared token
-// mix, and the official attention module (timm names qkv / proj, no pre-norm), registered as
-// "sima". The same mix in the vit-pytorch frame of seed 001 is vitpt_sima_attention.h.
+// official UCDvision/sima sima.py @3ec3b8e; as Khader et al. compare it, Sec. 2.1): the shared
+// token mix, and the official attention module (timm names qkv / proj, no pre-norm), registered as
+// "sima". The same mix in the vit-pytorch frame of Khader et al. is vitpt_sima_attention.h.
 #pragma once
 
 #include <memory>

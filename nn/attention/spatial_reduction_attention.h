@@ -1,8 +1,8 @@
-// PVTv2 spatial-reduction attention (Wang et al. 2022, "PVT v2"; timm pvt_v2.Attention; spec
-// gdla 3.7): softmax attention whose keys and values come from a spatially reduced copy of the
-// token map (an r x r strided conv, or the "-li" 7x7 adaptive average pool + 1x1 conv + GELU),
-// registered as "pvt_sra", and the tokens <-> NCHW map helpers (shared with the PVT and GDLA
-// blocks). The PVT blocks and stages built on it are in nn/pvt/pvt_blocks.h.
+// PVTv2 spatial-reduction attention (Wang et al. 2022, "PVT v2"; timm pvt_v2.Attention): softmax
+// attention whose keys and values come from a spatially reduced copy of the token map (an r x r
+// strided conv, or the "-li" 7x7 adaptive average pool + 1x1 conv + GELU), registered as "pvt_sra",
+// and the tokens <-> NCHW map helpers (shared with the PVT and GDLA blocks). The PVT blocks and
+// stages built on it are in nn/pvt/pvt_blocks.h.
 #pragma once
 
 #include <memory>

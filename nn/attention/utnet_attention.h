@@ -1,9 +1,9 @@
-// UTNet's efficient multi-head self-attention (spec sfree_utnet §3.5-3.6; Gao et al. 2021,
-// eq. 1-4; official LinearAttention / LinearAttentionDecoder): queries at full resolution,
-// keys and values reduced to r x r, so time and memory are O(H W r^2), linear in the map size.
-// Also the token-interface form "utnet" of nn/attention/attention.h (tokens + grid). The
-// relative position tables are in nn/attention/utnet_relative_position.h, the transformer
-// blocks built on the attention in nn/utnet/trans_blocks.h.
+// UTNet's efficient multi-head self-attention (Gao et al. 2021, Sec. 2.2; eq. 1-4; official
+// LinearAttention / LinearAttentionDecoder): queries at full resolution, keys and values reduced to
+// r x r, so time and memory are O(H W r^2), linear in the map size. Also the token-interface form
+// "utnet" of nn/attention/attention.h (tokens + grid). The relative position tables are in
+// nn/attention/utnet_relative_position.h, the transformer blocks built on the attention in
+// nn/utnet/trans_blocks.h.
 #pragma once
 
 #include <memory>

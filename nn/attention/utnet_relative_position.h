@@ -1,6 +1,6 @@
 // UTNet's 2-D relative positions between full-resolution queries and the r x r reduced keys
-// (spec sfree_utnet §3.3-3.4): the official input-independent bias table (default) and the
-// paper's input-dependent relative logits (eq. 3-4, the official class with its W == r crash
+// (Gao et al. 2021, Sec. 2.3, eqs. 3-4): the official input-independent bias table (default) and
+// the paper's input-dependent relative logits (eq. 3-4, the official class with its W == r crash
 // fixed). A query at (y, x) of an H x W map sits in reduced cell (y / (H/r), x / (W/r)).
 #pragma once
 

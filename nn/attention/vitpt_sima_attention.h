@@ -1,6 +1,6 @@
-// SimA swapped into the seed-001 ViT (spec sfree_utnet §1.1 and decision 4): the vit-pytorch
-// frame (LayerNorm inside, to_qkv without bias, to_out) around SimA's l1-normalised mix, the
-// same parameters as the softmax variant. Registered as "vitpt_sima".
+// SimA swapped into the ViT of Khader et al. (Sec. 3.2, the SimA column): the vit-pytorch frame
+// (LayerNorm inside, to_qkv without bias, to_out) around SimA's l1-normalised mix, the same
+// parameters as the softmax variant. Registered as "vitpt_sima".
 #pragma once
 
 #include "nn/attention/prenorm_attention.h"

@@ -11,8 +11,8 @@ namespace lumen::nn::attention {
 
 namespace {
 
-// Region of position i along a dim of padded size `dims` (spec 2.9): the last of the slices
-// slice(-w), slice(-w, -s), slice(-s, None) that covers i. With s = 0 the third is the whole
+// Region of position i along a dim of padded size `dims` (MONAI's compute_mask): the last of the
+// slices slice(-w), slice(-w, -s), slice(-s, None) that covers i. With s = 0 the third is the whole
 // dim, written last, so every position is region 2.
 int64_t region(int64_t i, int64_t dims, int64_t w, int64_t s) {
     if (s == 0 || i >= dims - s) return 2;

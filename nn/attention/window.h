@@ -1,9 +1,9 @@
-// The window geometry of Swin (MONAI swin_unetr.py as copied by the context-length paper, spec
-// context 2.9): the clipped window and shift of a feature map (get_window_size), the shifted
-// window attention mask (compute_mask), the relative position index of a window, and the
-// windowed token mixing shared by the Swin block (nn/swin/swin_block.h) and the "swin_window"
-// attention variant (nn/attention/window_attention.h): pad, cyclic shift, partition, mix every
-// window, reverse, unshift, crop.
+// The window geometry of Swin (MONAI swin_unetr.py as copied by the context-length paper): the
+// clipped window and shift of a feature map (get_window_size), the shifted window attention mask
+// (compute_mask), the relative position index of a window, and the windowed token mixing shared by
+// the Swin block (nn/swin/swin_block.h) and the "swin_window" attention variant
+// (nn/attention/window_attention.h): pad, cyclic shift, partition, mix every window, reverse,
+// unshift, crop.
 #pragma once
 
 #include <functional>

@@ -1,8 +1,8 @@
-// Swin window attention (MONAI WindowAttention as copied by the context-length paper, spec
-// context 2.9): multi-head softmax attention inside each window with a learned relative
-// position bias and the shifted-window mask; the same slot can host another token mixer
-// (Hyena, MambaVision) applied to every window as an independent sequence. Registered as the
-// attention variant "swin_window" (tokens on a grid, windowing done inside).
+// Swin window attention (MONAI WindowAttention as copied by the context-length paper): multi-head
+// softmax attention inside each window with a learned relative position bias and the shifted-window
+// mask; the same slot can host another token mixer (Hyena, MambaVision) applied to every window as
+// an independent sequence. Registered as the attention variant "swin_window" (tokens on a grid,
+// windowing done inside).
 #pragma once
 
 #include <memory>

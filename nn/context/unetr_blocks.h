@@ -1,7 +1,8 @@
-// The MONAI 1.3.0 UNETR building blocks (spec context 2.6; dynunet_block.py, unetr_block.py):
-// residual conv blocks with InstanceNorm (no affine) and LeakyReLU(0.01), the transposed-conv
-// upsampling paths and the 1x1 output conv, 2-D or 3-D. Every conv sits in a `.conv` child, as
-// MONAI's Convolution wrapper names it. The ViT head that wires them is models/context_vit.h.
+// The MONAI 1.3.0 UNETR building blocks (as Hooper & Xue use them; dynunet_block.py,
+// unetr_block.py): residual conv blocks with InstanceNorm (no affine) and LeakyReLU(0.01), the
+// transposed-conv upsampling paths and the 1x1 output conv, 2-D or 3-D. Every conv sits in a
+// `.conv` child, as MONAI's Convolution wrapper names it. The ViT head that wires them is
+// models/context_vit.h.
 #pragma once
 
 #include <memory>

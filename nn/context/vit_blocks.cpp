@@ -1,5 +1,5 @@
-// The MONAI ViT pieces of spec context: tokenizer, MLP, the mixer slot and the block; autograd
-// flows through the ops.
+// The MONAI ViT pieces of the context-length study (Hooper & Xue): tokenizer, MLP, the mixer slot
+// and the block; autograd flows through the ops.
 #include "nn/context/vit_blocks.h"
 
 #include <cmath>

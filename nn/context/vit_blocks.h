@@ -1,7 +1,7 @@
-// The MONAI 1.3.0 ViT pieces as the paper of spec context copies them (2.1-2.4):
-// PatchEmbeddingBlock (conv tokenizer + position table), MLPBlock, SABlock (the token-mixer
-// slot: MONAI self-attention, or a registered mixer such as "hyena" / "mamba") and the pre-norm
-// TransformerBlock. The backbone and heads are in models/context_vit.h.
+// The MONAI 1.3.0 ViT pieces as Hooper & Xue copy them: PatchEmbeddingBlock (conv tokenizer +
+// position table), MLPBlock, SABlock (the token-mixer slot: MONAI self-attention, or a registered
+// mixer such as "hyena" / "mamba") and the pre-norm TransformerBlock. The backbone and heads are in
+// models/context_vit.h.
 #pragma once
 
 #include <memory>

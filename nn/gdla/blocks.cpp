@@ -1,4 +1,4 @@
-// GMLP, SwiGLU, GDLAM and PreNormBlock of spec gdla; autograd flows through the ops.
+// GMLP, SwiGLU, GDLAM and PreNormBlock of PVT-GDLA; autograd flows through the ops.
 #include "nn/gdla/blocks.h"
 
 #include "nn/attention/spatial_reduction_attention.h"

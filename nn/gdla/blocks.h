@@ -1,4 +1,4 @@
-// The decoder blocks of PVT-GDLA and its baselines (spec gdla 3.3-3.5; official
+// The decoder blocks of PVT-GDLA and its baselines (Zheng et al. 2026, Sec. 3.3-3.5; official
 // modules/ffn/{gmlp,mlp,swiglu}.py, modules/decoder/*.py): the Mix-FFN GMLP, the value-gated
 // SwiGLU, the GDLA block GDLAM and the pre-norm SA / LA / DA blocks. Blocks take and return
 // NCHW maps; the mixers are in nn/attention/{gdla,linear_attention,pvt_baselines}.h.

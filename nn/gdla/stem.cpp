@@ -1,4 +1,4 @@
-// Upsample and ResBlk of spec gdla 3.6.
+// Upsample and ResBlk of PVT-GDLA (official modules/upsample.py, resblk.py).
 #include "nn/gdla/stem.h"
 
 #include "ops/elementwise.h"

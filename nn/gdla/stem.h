@@ -1,6 +1,6 @@
-// The up-sampling step and the full-resolution stem of PVT-GDLA (spec gdla 3.6; official
-// modules/upsample.py, modules/resblk.py): a stride-2 transposed convolution and a two-conv
-// residual block with batch norm.
+// The up-sampling step and the full-resolution stem of PVT-GDLA (Zheng et al. 2026, Sec. 4.3.2;
+// official modules/upsample.py, modules/resblk.py): a stride-2 transposed convolution and a
+// two-conv residual block with batch norm.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
-// The PVTv2 encoder's building blocks in timm's layout and key names (timm pvt_v2.py; spec gdla
-// 3.7): the overlapping patch embedding, the MLP with a depthwise conv, the block and the stage.
+// The PVTv2 encoder's building blocks in timm's layout and key names (timm pvt_v2.py; Wang et al.
+// 2022): the overlapping patch embedding, the MLP with a depthwise conv, the block and the stage.
 // The spatial-reduction attention is in nn/attention/spatial_reduction_attention.h, the whole
 // encoder in models/pvt_v2.h.
 #pragma once

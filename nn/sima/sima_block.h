@@ -1,6 +1,6 @@
 // The blocks of the official SimA model (UCDvision/sima sima.py @3ec3b8e, XCiT/CaiT layout;
-// spec sfree_utnet §2): LPI, the local patch interaction on the token grid; SimABlock = SimA
-// attention + LPI + Mlp, each with a layer-scale gamma; and ClassAttentionBlock with the
+// Koohpayegani & Pirsiavash 2024): LPI, the local patch interaction on the token grid; SimABlock =
+// SimA attention + LPI + Mlp, each with a layer-scale gamma; and ClassAttentionBlock with the
 // official quirks kept (non-class tokens pass through the residuals and are doubled by the last
 // one). The attentions are in nn/attention/sima_attention.h and nn/attention/class_attention.h.
 #pragma once

@@ -1,6 +1,6 @@
 // Swin's tokenizer and down-sampler (MONAI swin_unetr.py as copied by the context-length
-// paper, spec context 2.9): PatchEmbed (pad to a multiple of the patch, strided convolution,
-// no norm) and PatchMergingV2 (2x2(x2) neighbourhoods concatenated, LayerNorm, linear).
+// paper): PatchEmbed (pad to a multiple of the patch, strided convolution, no norm) and
+// PatchMergingV2 (2x2(x2) neighbourhoods concatenated, LayerNorm, linear).
 #pragma once
 
 #include <memory>

@@ -1,8 +1,7 @@
 // The Swin transformer block and stage (MONAI SwinTransformerBlock / BasicLayer as copied by
-// the context-length paper, spec context 2.9): pre-norm shifted-window attention (or a
-// Hyena / MambaVision mixer per window) and a GELU MLP, then PatchMergingV2 at the end of every
-// stage. Window geometry is in nn/attention/window.h, the attention in
-// nn/attention/window_attention.h.
+// the context-length paper): pre-norm shifted-window attention (or a Hyena / MambaVision mixer per
+// window) and a GELU MLP, then PatchMergingV2 at the end of every stage. Window geometry is in
+// nn/attention/window.h, the attention in nn/attention/window_attention.h.
 #pragma once
 
 #include <memory>
@@ -28,8 +27,8 @@ class MLPBlock : public Module {
 };
 
 // The token mixer of a Swin stage: "attn" (window attention, shifted in odd blocks) or a
-// registered variant run per window ("hyena", "mamba"; never shifted, spec decision 7), with
-// that variant's options (e.g. {"l_max", 66000}, {"filter_order", 64}).
+// registered variant run per window ("hyena", "mamba"; never shifted: Hooper & Xue, Sec. 3
+// footnote), with that variant's options (e.g. {"l_max", 66000}, {"filter_order", 64}).
 struct SwinMixer {
     std::string type = "attn";
     std::vector<std::pair<std::string, double>> options;

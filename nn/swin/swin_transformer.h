@@ -1,6 +1,6 @@
 // The Swin backbone of the context-length paper (MONAI SwinTransformer as copied in its repo,
-// spec context 2.9 and 3.2): PatchEmbed, four BasicLayer stages each ending in PatchMergingV2,
-// and the channel LayerNorm (no affine) of every level, 2-D or 3-D.
+// Hooper & Xue, Sec. 3): PatchEmbed, four BasicLayer stages each ending in PatchMergingV2, and the
+// channel LayerNorm (no affine) of every level, 2-D or 3-D.
 #pragma once
 
 #include <memory>

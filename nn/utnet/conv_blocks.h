@@ -1,4 +1,4 @@
-// UTNet's convolutional pieces (spec sfree_utnet §3.1, 3.2, 3.9; official yhygao/UTNet
+// UTNet's convolutional pieces (Gao et al. 2021, Sec. 2.4; official yhygao/UTNet
 // conv_trans_utils.py / unet_utils.py): the pre-activation residual block and the
 // pure-convolution down/up stages. Its attention's depthwise-separable projection is
 // nn/conv.h's DepthwiseSeparableConv, the transformer blocks and stages are in

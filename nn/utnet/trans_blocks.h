@@ -1,6 +1,6 @@
-// UTNet's transformer blocks and the stages that use them (spec sfree_utnet §3.7-3.9,
-// Fig. 1c of the paper; official BasicTransBlock, BasicTransDecoderBlock, down_block_trans,
-// up_block_trans). The attention itself is in nn/attention/utnet_attention.h.
+// UTNet's transformer blocks and the stages that use them (Gao et al. 2021, Sec. 2.4 and Fig. 1c;
+// official BasicTransBlock, BasicTransDecoderBlock, down_block_trans, up_block_trans). The
+// attention itself is in nn/attention/utnet_attention.h.
 #pragma once
 
 #include <memory>

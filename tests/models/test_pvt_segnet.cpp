@@ -210,7 +210,7 @@ TEST_CASE("PVTSegNet: a deep-supervised BDoU step reaches every parameter",
     }
 }
 
-TEST_CASE("PVTSegNet vectors of spec gdla pass", "[models][gdla][pvt_segnet][vectors]") {
+TEST_CASE("PVTSegNet vectors of PVT-GDLA pass", "[models][gdla][pvt_segnet][vectors]") {
     require_oracle_vectors({"pvt_gdla_tiny_in1_K3_ds_32x64", "pvt_gdla_tiny_in3_K2_64x64",
                             "pvt_sa_tiny_in1_K3_ds_32x64", "pvt_la_tiny_in1_K3_ds_32x64",
                             "pvt_da_tiny_in1_K3_ds_32x64"},

@@ -224,7 +224,7 @@ TEST_CASE("PVTv2: float64 gradients of a tiny linear (-li) encoder", "[models][p
         {random_input({1, 1, 8, 8}, 5)}, 1e-5, 1e-6, 23);
 }
 
-TEST_CASE("PVTv2 encoder vectors of spec gdla pass", "[models][pvt][vectors]") {
+TEST_CASE("PVTv2 encoder vectors of PVT-GDLA pass", "[models][pvt][vectors]") {
     require_oracle_vectors({"pvtv2_tiny_64x64", "pvtv2_tiny_li_64x96"}, "gdla");
 }
 

@@ -100,7 +100,7 @@ TEST_CASE("pvt_segnet: every decoder, with and without deep supervision", "[regi
         "pvt_segnet",
         opts({{"encoder", std::string("b0")}, {"deepsupervision", false}, {"in_chs", int64_t(1)}}),
         {32, 64});
-    // The paper's model (Synapse, gdla, b2, deep supervision): spec gdla 5.
+    // The paper's model (Synapse, gdla, b2, deep supervision): Zheng et al. 2026, Sec. 4.
     CHECK(
         models::build_model("pvt_segnet", models::model_options("pvt_segnet"))->num_parameters() ==
         32134607);
@@ -108,7 +108,8 @@ TEST_CASE("pvt_segnet: every decoder, with and without deep supervision", "[regi
 
 TEST_CASE("pvt_segnet: a tiny encoder through the encoder_* options", "[registry]") {
     using Ints = std::vector<int64_t>;
-    // The oracle vectors' model (spec gdla 3.8): one block per stage, widths 8, 8, 12, 16.
+    // The oracle vectors' model (the committed vectors' configuration): one block per stage, widths
+    // 8, 8, 12, 16.
     const nn::Options tiny = opts({{"encoder_depths", Ints{1, 1, 1, 1}},
                                    {"encoder_embed_dims", Ints{8, 8, 12, 16}},
                                    {"encoder_num_heads", Ints{1, 1, 2, 2}},
@@ -156,7 +157,7 @@ TEST_CASE("utnet: relative positions, projections and deep supervision", "[regis
                    {"rel_pos_type", std::string("embedding")},
                    {"aux_loss", false}}),
              {32, 32});
-    // The official training model (spec sfree_utnet 3.10): 10,020,304 parameters.
+    // The official training model (official yhygao/UTNet): 10,020,304 parameters.
     CHECK(models::build_model("utnet", models::model_options("utnet"))->num_parameters() ==
           10020304);
 }

@@ -1,7 +1,7 @@
-// Helpers for the spec-diff tests (attentions, blocks, models): a float64 gradient check of a
-// module's inputs and parameters for any forward signature, and head-by-head references of
-// the three attentions written from the spec's channel formulas (masks by masked_fill, RMSNorm
-// by its formula) rather than the modules' batched views.
+// Helpers for the tests of the DGSA paper (attentions, blocks, models): a float64 gradient check of
+// a module's inputs and parameters for any forward signature, and head-by-head references of the
+// three attentions written from the papers' channel formulas (masks by masked_fill, RMSNorm by its
+// formula) rather than the modules' batched views.
 #pragma once
 
 #include <cmath>

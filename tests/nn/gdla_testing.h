@@ -1,6 +1,6 @@
-// Helpers for the spec-gdla tests: references written from the spec's formulas head by head
-// (linear attention through the explicit N x M kernel matrix, the GDLA mixer with plain NCHW
-// convolutions, RoPE by its pair formula), independent of the modules' batched views.
+// Helpers for the PVT-GDLA tests: references written from the paper's formulas head by head (linear
+// attention through the explicit N x M kernel matrix, the GDLA mixer with plain NCHW convolutions,
+// RoPE by its pair formula), independent of the modules' batched views.
 #pragma once
 
 #include <cmath>
@@ -33,7 +33,7 @@ inline Tensor to_tokens(const Tensor& m) {
     return m.reshape({m.size(0), m.size(1), m.size(2) * m.size(3)}).permute({0, 2, 1});
 }
 
-// GDLA Branch(T, lambda) head by head (spec 3.2).
+// GDLA Branch(T, lambda) head by head (Zheng et al. 2026, Sec. 3.2.1).
 inline Tensor reference_branch(const nn::attention::GatedDiffLinearAttn& m, const Tensor& t,
                                const Tensor& lambda) {
     int64_t c = m.dim, dh = m.head_dim, d = dh / 2;
@@ -61,7 +61,7 @@ inline Tensor reference_gdla(const nn::attention::GatedDiffLinearAttn& m, const 
     return linear(y, m.out_proj->weight, m.out_proj->bias);
 }
 
-// Interleaved RoPE of x (B, N, D) over the token index, by the pair formula of spec 3.5.
+// Interleaved RoPE of x (B, N, D) over the token index, by the interleaved-pair formula.
 inline Tensor reference_rope(const Tensor& x, double base = 10000.0) {
     int64_t n = x.size(1), dim = x.size(2);
     std::vector<Tensor> pairs;

@@ -1,6 +1,6 @@
-// The attentions of spec diff (MHSA, MultiheadDiffAttn, MultiheadDGSA) and RoPE: head-by-head
-// references at sizes other than the vectors', float64 gradchecks, key-padding and causal
-// semantics, lambda_init by layer, the constant-gate equivalence of DGSA and Diff, the
+// The attentions of the DGSA paper and its baselines (MHSA, MultiheadDiffAttn, MultiheadDGSA) and
+// RoPE: head-by-head references at sizes other than the vectors', float64 gradchecks, key-padding
+// and causal semantics, lambda_init by layer, the constant-gate equivalence of DGSA and Diff, the
 // registry and the error messages. The oracle vectors themselves run in test_blocks_diff.cpp.
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,6 @@
-// The pre-norm Block of spec diff and its presets (ViTBlock, DiffTransformerLayer, DGViTBlock,
-// DGTLayer), attention rollout, and the committed diff oracle vectors (modules and models).
+// The pre-norm Block of the DGSA paper (Lygizou et al. 2025) and its presets (ViTBlock,
+// DiffTransformerLayer, DGViTBlock, DGTLayer), attention rollout, and the committed diff oracle
+// vectors (modules and models).
 #include <cmath>
 
 #include "diff_testing.h"
@@ -120,7 +121,7 @@ TEST_CASE("Block: dropout and drop path switch off in eval; bad configs name the
     bad.mlp_type = "geglu";
     require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[Block]", "geglu", "swiglu"});
     bad = nn::vit_block_options();
-    bad.attn_type = "performer";  // not registered ("linear" is spec gdla's linear attention)
+    bad.attn_type = "performer";  // not registered ("linear" is PVT-GDLA's linear attention)
     require_error([&] { nn::Block b(8, 2, 0, bad); }, {"[attention]", "performer", "mhsa"});
     bad = nn::dgt_layer_options();
     bad.ffn_dropouts = 3;

@@ -1,5 +1,5 @@
-// The token mixers of spec context (2.11, 2.12): Hyena (tables against the oracle's initial
-// values, a direct O(L^2) causal convolution as reference, causality, heads) and the
+// The token mixers of the context-length study (Hooper & Xue): Hyena (tables against the oracle's
+// initial values, a direct O(L^2) causal convolution as reference, causality, heads) and the
 // MambaVision mixer and block (init, a separate-conv reference), float64 gradchecks, the
 // registry entries, errors, and the oracle vectors.
 #include <cmath>

@@ -1,6 +1,6 @@
-// The MONAI ViT pieces and UNETR blocks of spec context (2.1-2.4, 2.6): names and shapes,
-// references built from ops (timm's MHSA for the attention slot, conv/instance-norm chains for
-// the residual blocks), the mixer slot, float64 gradchecks, errors, and the oracle vectors.
+// The MONAI ViT pieces and UNETR blocks of the context-length study: names and shapes, references
+// built from ops (timm's MHSA for the attention slot, conv/instance-norm chains for the residual
+// blocks), the mixer slot, float64 gradchecks, errors, and the oracle vectors.
 #include "nn/context/unetr_blocks.h"
 #include "nn/context/vit_blocks.h"
 #include "support/gradcheck.h"

@@ -92,7 +92,7 @@ TEST_CASE("MultiHeadLinearAttn: heads of consecutive channels, no scale, float64
         {"[MultiHeadLinearAttn]", "causal"});
 }
 
-TEST_CASE("GatedDiffLinearAttn: equals the head-by-head spec reference on non-square grids",
+TEST_CASE("GatedDiffLinearAttn: equals the head-by-head reference on non-square grids",
           "[nn][attention][gdla]") {
     nn::attention::GatedDiffLinearAttn attn(12, 2);
     CHECK(attn.head_dim == 6);

@@ -50,7 +50,7 @@ Tensor reference_pvt_da(const nn::attention::MultiHeadDiffAttn& m, const Tensor&
 
 }  // namespace
 
-TEST_CASE("rope: nn/rope.h is spec gdla's 1-D interleaved RoPE over the token index",
+TEST_CASE("rope: nn/rope.h is PVT-GDLA's 1-D interleaved RoPE over the token index",
           "[nn][attention][gdla]") {
     Tensor x = random_input({2, 9, 3, 6}, 1);
     auto [cos, sin] = nn::rope_cos_sin(9, 6, 10000.0, DType::float64);
@@ -77,7 +77,8 @@ TEST_CASE("MultiHeadSelfAttn (gdla): qkv with bias, RoPE on q and k, float64 gra
 
 TEST_CASE("MultiHeadDiffAttn (gdla): sub-heads, lambda_init by depth, float64 gradients",
           "[nn][attention][gdla]") {
-    const double want[] = {0.2, 0.35551, 0.47071, 0.55606};  // depth 0..3 (spec D7)
+    // depth 0..3 (official code: lambda_init by decoder depth)
+    const double want[] = {0.2, 0.35551, 0.47071, 0.55606};
     for (int64_t depth = 0; depth < 4; ++depth)
         CHECK(std::abs(nn::attention::pvt_lambda_init(depth) - want[depth]) < 5e-6);
     for (bool rope : {false, true}) {

@@ -1,7 +1,7 @@
-// PVTv2 parts (spec gdla 3.7): spatial-reduction attention against a head-by-head reference
-// whose reduction conv is written as a patch matmul, the "pvt_sra" registry entry, patch
-// embedding, depthwise-conv MLP, block and stage shapes, names, errors, float64 gradients, and
-// the committed gdla vectors of these modules.
+// PVTv2 parts (Wang et al. 2022; timm pvt_v2.py): spatial-reduction attention against a
+// head-by-head reference whose reduction conv is written as a patch matmul, the "pvt_sra" registry
+// entry, patch embedding, depthwise-conv MLP, block and stage shapes, names, errors, float64
+// gradients, and the committed gdla vectors of these modules.
 #include <cmath>
 
 #include "nn/attention/attention.h"
@@ -263,7 +263,7 @@ TEST_CASE("PVTStage: downsample, blocks, norm, NCHW out; errors", "[nn][pvt]") {
     module_gradcheck(tiny, random_input({1, 2, 6, 5}, 18));
 }
 
-TEST_CASE("PVTv2 part vectors of spec gdla pass", "[nn][pvt][vectors]") {
+TEST_CASE("PVTv2 part vectors of PVT-GDLA pass", "[nn][pvt][vectors]") {
     require_oracle_vectors(
         {"pvt_patch_embed_stem_19x26", "pvt_block_sr2_C16_h2_6x8", "pvt_block_sr1_C16_h2_5x7",
          "pvt_block_sr4_C8_h1_9x11", "pvt_block_linear_C16_h2_10x6", "pvt_block_linear_C16_h2_4x5",

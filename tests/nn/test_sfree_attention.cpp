@@ -1,5 +1,5 @@
-// The seed-001 attentions (vitpt_softmax, seqnorm, vitpt_sima) and the official SimA attention:
-// registry, parameter names, independent references written with plain ops in the
+// The attentions of Khader et al. (vitpt_softmax, seqnorm, vitpt_sima) and the official SimA
+// attention: registry, parameter names, independent references written with plain ops in the
 // straightforward (N x N) order, float64 gradchecks, the equality of SimA's two products, linear
 // memory at N = 20000, and the error messages.
 #include <chrono>

@@ -1,7 +1,8 @@
-// Swin's window geometry and window attention (spec context 2.9): get_window_size, the shift
-// mask against a literal transcription of the Python slice loop, the relative position index,
-// window_mix round trips, window attention against naive loops (mask, clipped window quirk),
-// the "swin_window" registry variant, float64 gradchecks, errors, and the oracle vectors.
+// Swin's window geometry and window attention (MONAI's copy in the context-length study):
+// get_window_size, the shift mask against a literal transcription of the Python slice loop, the
+// relative position index, window_mix round trips, window attention against naive loops (mask,
+// clipped window quirk), the "swin_window" registry variant, float64 gradchecks, errors, and the
+// oracle vectors.
 #include "nn/attention/window.h"
 #include "nn/attention/window_attention.h"
 #include "support/gradcheck.h"

@@ -1,4 +1,4 @@
-// UTNet's efficient attention and transformer blocks (spec sfree_utnet §3.5-3.9): a
+// UTNet's efficient attention and transformer blocks (Gao et al. 2021, Sec. 2.2-2.4): a
 // head-by-head reference with explicit channel lists (head m owns channels m, m + heads, ...)
 // at sizes other than the vectors, the token interface "utnet", linear memory at a 256 x 256
 // map, float64 gradchecks, parameter names and errors.

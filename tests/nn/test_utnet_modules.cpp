@@ -1,6 +1,6 @@
-// UTNet's convolutional blocks and relative positions (spec sfree_utnet §3.1-3.4, 3.9):
-// parameter names, shapes, naive-loop references at sizes other than the vectors (including
-// the map width == r case the official embedding crashed on), float64 gradchecks, errors.
+// UTNet's convolutional blocks and relative positions (Gao et al. 2021, Sec. 2.3-2.4): parameter
+// names, shapes, naive-loop references at sizes other than the vectors (including the map width ==
+// r case the official embedding crashed on), float64 gradchecks, errors.
 #include "nn/attention/utnet_relative_position.h"
 #include "nn/conv.h"
 #include "nn/utnet/conv_blocks.h"

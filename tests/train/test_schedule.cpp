@@ -126,7 +126,7 @@ TEST_CASE("OneCycleLR::apply sets lr and beta1 / momentum", "[train][schedule]")
     CHECK(sgd.param_groups()[0].lr == 0.05);
 }
 
-TEST_CASE("WarmupCosineLR: the Synapse values of spec gdla §6", "[train][schedule]") {
+TEST_CASE("WarmupCosineLR: the Synapse values of PVT-GDLA", "[train][schedule]") {
     train::WarmupCosineLR schedule(5e-4, 55400, 2770);
     CHECK(schedule.lr(0) == Approx(1e-6).epsilon(1e-12));
     CHECK(schedule.lr(1385) == Approx(2.505e-4).epsilon(1e-12));
