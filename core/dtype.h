@@ -1,6 +1,6 @@
 // Element types: DType, their sizes and names, type promotion, and the 16-bit float formats.
 // Compute kernels dispatch on DType with dispatch.h; float16/bfloat16 are storage and
-// conversion types on CPU (CUDA computes with them, issue #4).
+// conversion types on CPU (CUDA kernels compute with them).
 #pragma once
 
 #include <cstdint>

@@ -56,7 +56,7 @@ PVTSegNetConfig pvt_segnet_config(const std::string& decoder, int64_t in_chs, in
     config.in_chs = in_chs;
     config.n_classes = n_classes;
     config.deepsupervision = true;
-    config.use_rope = decoder == "sa" || decoder == "da";  // decision D9
+    config.use_rope = decoder == "sa" || decoder == "da";  // as the official decoders do
     return config;
 }
 

@@ -28,7 +28,7 @@ std::pair<Tensor, Tensor> hyena_positional_table(int64_t l_max, int64_t emb_dim 
 Tensor hyena_decay_rates(int64_t d);
 
 // y = sin(freq * x), freq (1, dim) trainable (init w). One Sin is applied after every hidden
-// linear of the implicit filter (a single shared `freq`, decision D3).
+// linear of the implicit filter (a single shared `freq`, as zoology's code has it).
 class Sin : public Module {
   public:
     explicit Sin(int64_t dim, double w = 1.0);
@@ -36,7 +36,8 @@ class Sin : public Module {
     Tensor freq;
 };
 
-// `pos_emb`: z (1, l_max, emb_dim) a trainable parameter (decision D4), t (1, l_max, 1) a buffer.
+// `pos_emb`: z (1, l_max, emb_dim) a trainable parameter (as in zoology's code), t (1, l_max, 1)
+// a buffer.
 class HyenaPositionalEmbedding : public Module {
   public:
     HyenaPositionalEmbedding(int64_t emb_dim, int64_t l_max);

@@ -36,7 +36,8 @@ class MultiHeadSelfAttn : public Attention {
 };
 
 // lambda_init = 0.8 - 0.6 exp(-0.3 depth) with the official depth 3, 2, 1 of de1, de2, de3
-// (decision D7): 0.5561, 0.4707, 0.3555. Throws [MultiHeadDiffAttn] for a negative depth.
+// (as the official code sets it): 0.5561, 0.4707, 0.3555. Throws [MultiHeadDiffAttn] for a
+// negative depth.
 double pvt_lambda_init(int64_t depth);
 
 // MultiHeadDiffAttn(dim = C, n_heads = h, depth, qkv_bias, use_rope, rope_base), dh = C / h,

@@ -45,7 +45,7 @@ class SwiGLU : public Module {
     int64_t hidden;
 };
 
-// GDLA decoder block (official GDLAM, decision D2), NCHW in and out:
+// GDLA decoder block (official GDLAM), NCHW in and out:
 //   t = tokens(x);  u = SiLU(dwc(LN1(t) as map))  (dwc: DENSE 3x3 conv C -> C, bias);
 //   t = t + attn(tokens(u));  t = t + mlp(LN2(t));  y = map(t).
 // Parameters: norm1.*, dwc.weight (C, C, 3, 3), dwc.bias, attn.* (GatedDiffLinearAttn),

@@ -1,6 +1,6 @@
 // The CUDA side of core (device memory, host<->device copies, fill, device checks). Every
 // case skips with a message when lumen was built without CUDA or no GPU is visible; the op
-// kernels and their CPU/CUDA parity suite come with issue #4.
+// kernels and their CPU/CUDA parity suite are in tests/cuda/.
 #include "support/gradcheck.h"
 
 using namespace lumen;

@@ -69,7 +69,7 @@ TEST_CASE("context ViT: hidden states, cls token and the zero table of the other
                   1e-6);
     c.mixer.mixer = "mamba";
     ContextViT mamba(c);
-    CHECK(!mamba.cls_token.defined());  // no cls token for Hyena / Mamba (decision D5)
+    CHECK(!mamba.cls_token.defined());  // no cls token for Hyena / Mamba, as in the study
     CHECK(max(abs(mamba.patch_embedding->position_embeddings)).item<float>() == 0.0f);
     CHECK(mamba.state_dict().count("blocks.2.attn.mamba.A_log"));
 }

@@ -43,7 +43,7 @@ TEST_CASE("hyena: positional tables and decay rates are the oracle's initial val
     require_close(filter.pos_emb->z, file.tensors.at("p.pos_emb.z"), 1e-6, 1e-7);
     require_close(filter.pos_emb->t, file.tensors.at("b.pos_emb.t"), 1e-6, 1e-7);
     require_close(filter.modulation->deltas, file.tensors.at("b.modulation.deltas"), 1e-6, 1e-7);
-    CHECK(filter.pos_emb->z.requires_grad());  // a parameter (decision D4)
+    CHECK(filter.pos_emb->z.requires_grad());  // a parameter (zoology's code)
     // Three-band table: z = [t, cos(f w) x2, -sin(f w) x2], f = (1e-4, 1).
     auto [t, z] = nn::attention::hyena_positional_table(10, 5);
     std::vector<double> row = z.select(1, 3).contiguous().to_vector<double>();
@@ -173,7 +173,7 @@ TEST_CASE("mamba: the mixer equals the reference's separate-conv formulation",
         silu(conv1d(xz.narrow(1, e, e), mixer.conv1d_z->weight, Tensor(), {1}, "same", {1}, e));
     Tensor x_dbl = linear(x.transpose(1, 2), mixer.x_proj->weight);
     Tensor dt = linear(x_dbl.narrow(2, 0, 2), mixer.dt_proj->weight, mixer.dt_proj->bias);
-    // Delta = softplus(W dt + 2 b): the bias enters twice (decision D6).
+    // Delta = softplus(W dt + 2 b): the bias enters twice (as in the official code).
     Tensor delta = add(dt.transpose(1, 2), mixer.dt_proj->bias.unsqueeze(-1));
     Tensor y =
         selective_scan(x, delta, neg(exp(mixer.A_log)), x_dbl.narrow(2, 2, 4).transpose(1, 2),
