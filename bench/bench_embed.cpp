@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     try {
-        return lumen::cli::run_train_command({args.begin() + 1, args.end()}, std::cout);
+        return lumen::train::cli::run_train_command({args.begin() + 1, args.end()}, std::cout);
     } catch (const lumen::Error& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;

@@ -21,7 +21,7 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace fs = std::filesystem;
 
@@ -313,4 +313,4 @@ CheckSummary check_vectors(const std::vector<std::string>& paths, Device device,
     return summary;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -10,7 +10,7 @@
 
 #include "core/device.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 // One *.safetensors file to run: its path and the name shown in the report (relative to the
 // directory it was found in, or the path as given for a file argument).
@@ -53,4 +53,4 @@ struct CheckSummary {
 // Throws [check-vectors] when a path does not exist or no vector was found.
 CheckSummary check_vectors(const std::vector<std::string>& paths, Device device, std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

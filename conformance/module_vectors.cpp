@@ -1,7 +1,7 @@
 // bind_module: the common part of every module adapter.
 #include "conformance/module_vectors.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 void bind_module(VectorCall& call, nn::Module& module) {
     std::string mode = call.config.get_string("mode", "train");
@@ -29,4 +29,4 @@ void bind_module(VectorCall& call, nn::Module& module) {
     for (auto& [name, tensor] : call.params) tensor = module.tensor(name);
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -8,7 +8,7 @@
 #include "conformance/op_vectors.h"
 #include "nn/module.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 // Reads the optional config key "mode" ("train", the default, or "eval"), moves `module` to
 // call.device, loads call.params and call.buffers into it (a vector stores 0-d tensors such as
@@ -16,4 +16,4 @@ namespace lumen::cli {
 // module's parameter `name`. Throws [<module>] naming any key that does not fit.
 void bind_module(VectorCall& call, nn::Module& module);
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -10,7 +10,7 @@
 #include "ops/reduce.h"
 #include "ops/softmax.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 using Json = nlohmann::json;
 
@@ -213,4 +213,4 @@ const VectorAdapterRegistration kVar("op.var", var_adapter);
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

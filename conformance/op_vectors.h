@@ -16,7 +16,7 @@
 
 #include "core/tensor.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 using TensorMap = std::map<std::string, Tensor>;
 
@@ -107,4 +107,4 @@ struct VectorAdapterRegistration {
     }
 };
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -10,7 +10,7 @@
 #include "models/registry.h"
 #include "train/config.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -70,4 +70,4 @@ std::shared_ptr<nn::Module> build_registry_model(VectorCall& call, const Registr
     return built;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

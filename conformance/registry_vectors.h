@@ -13,7 +13,7 @@
 #include "nn/module.h"
 #include "nn/options.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 // How the configs of one reference model's vectors map onto a registry entry. Every key
 // becomes the entry's option of the same name, except that
@@ -40,4 +40,4 @@ struct RegistryModel {
 std::shared_ptr<nn::Module> build_registry_model(VectorCall& call, const RegistryModel& model,
                                                  const nn::Options& derived = nn::Options());
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -43,11 +43,9 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     Tensor out = empty(x.shape(), x.dtype(), x.device());
     Tensor mask = empty(x.shape(), DType::uint8, x.device());
     StridedView x_view = strided(x, op), out_view = strided(out, op), mask_view = strided(mask, op);
-    if (x.numel() > 0 && x.is_cuda()) {
-        cuda::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view, out_view, mask_view);
-    } else if (x.numel() > 0) {
-        cpu::dropout_forward(gen.seed(), offset, 1.0 - p, scale, x_view, out_view, mask_view);
-    }
+    if (x.numel() > 0)
+        LUMEN_DISPATCH(x, dropout_forward, gen.seed(), offset, 1.0 - p, scale, x_view, out_view,
+                       mask_view);
     // grad_x = grad_y * mask / (1 - p)
     record_backward(op, {input}, out, [scale, op, saved_mask = save(mask)](const Tensor& grad_out) {
         Tensor mask = saved_mask.get();
@@ -55,11 +53,7 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
         Tensor grad_x = empty(g.shape(), g.dtype(), g.device());
         StridedView g_view = strided(g, op), mask_view = strided(mask, op);
         StridedView grad_view = strided(grad_x, op);
-        if (g.numel() > 0 && g.is_cuda()) {
-            cuda::dropout_backward(g_view, mask_view, scale, grad_view);
-        } else if (g.numel() > 0) {
-            cpu::dropout_backward(g_view, mask_view, scale, grad_view);
-        }
+        if (g.numel() > 0) LUMEN_DISPATCH(g, dropout_backward, g_view, mask_view, scale, grad_view);
         return std::vector<Tensor>{grad_x};
     });
     return out;

@@ -42,20 +42,12 @@ Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
     shape.back() = n / 2 + 1;
     shape.push_back(2);
     Tensor out = empty(shape, x.dtype(), x.device());
-    if (rows.rows > 0 && x.is_cuda()) {
-        cuda::rfft_forward(rows, input.data_ptr(), out.data_ptr());
-    } else if (rows.rows > 0) {
-        cpu::rfft_forward(rows, input.data_ptr(), out.data_ptr());
-    }
+    if (rows.rows > 0) LUMEN_DISPATCH(x, rfft_forward, rows, input.data_ptr(), out.data_ptr());
     // grad_x[t] = scale Re(sum_k g[k] e^{+2 pi i k t / n}) (the adjoint of the DFT rows)
     record_backward("rfft", {x}, out, [rows, shape = x.shape()](const Tensor& grad_out) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
-        if (rows.rows > 0 && g.is_cuda()) {
-            cuda::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
-        } else if (rows.rows > 0) {
-            cpu::rfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
-        }
+        if (rows.rows > 0) LUMEN_DISPATCH(g, rfft_backward, rows, g.data_ptr(), grad_x.data_ptr());
         return std::vector<Tensor>{grad_x};
     });
     return out;
@@ -75,20 +67,12 @@ Tensor irfft_rows(const Tensor& x, int64_t n, double scale) {
     shape.pop_back();
     shape.back() = n;
     Tensor out = empty(shape, x.dtype(), x.device());
-    if (rows.rows > 0 && x.is_cuda()) {
-        cuda::irfft_forward(rows, input.data_ptr(), out.data_ptr());
-    } else if (rows.rows > 0) {
-        cpu::irfft_forward(rows, input.data_ptr(), out.data_ptr());
-    }
+    if (rows.rows > 0) LUMEN_DISPATCH(x, irfft_forward, rows, input.data_ptr(), out.data_ptr());
     // grad_x[k] = scale m_k rfft(g)[k]: bins 0 < k < n/2 appear twice in the Hermitian sum
     record_backward("irfft", {x}, out, [rows, shape = x.shape()](const Tensor& grad_out) {
         Tensor g = grad_out.contiguous();
         Tensor grad_x = empty(shape, g.dtype(), g.device());
-        if (rows.rows > 0 && g.is_cuda()) {
-            cuda::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
-        } else if (rows.rows > 0) {
-            cpu::irfft_backward(rows, g.data_ptr(), grad_x.data_ptr());
-        }
+        if (rows.rows > 0) LUMEN_DISPATCH(g, irfft_backward, rows, g.data_ptr(), grad_x.data_ptr());
         return std::vector<Tensor>{grad_x};
     });
     return out;

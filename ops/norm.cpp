@@ -387,11 +387,9 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
     Tensor c = contiguous_or_null(x);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
     Tensor norm = empty({layout.outer * layout.channels}, x.dtype(), x.device());
-    if (x.numel() > 0 && x.is_cuda()) {
-        cuda::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
-    } else if (x.numel() > 0) {
-        cpu::normalize_forward(layout, strided(c, op), p, eps, strided(y, op), strided(norm, op));
-    }
+    if (x.numel() > 0)
+        LUMEN_DISPATCH(x, normalize_forward, layout, strided(c, op), p, eps, strided(y, op),
+                       strided(norm, op));
     record_backward(
         op, {x}, y, [op, layout, p, eps, sx = save(c), snorm = save(norm)](const Tensor& grad_out) {
             Tensor x = sx.get();
@@ -399,11 +397,9 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
             Tensor gx = empty_like(x);
             StridedView views[] = {strided(x, op), strided(snorm.get(), op), strided(g, op),
                                    strided(gx, op)};
-            if (x.numel() > 0 && x.is_cuda()) {
-                cuda::normalize_backward(layout, views[0], views[1], p, eps, views[2], views[3]);
-            } else if (x.numel() > 0) {
-                cpu::normalize_backward(layout, views[0], views[1], p, eps, views[2], views[3]);
-            }
+            if (x.numel() > 0)
+                LUMEN_DISPATCH(x, normalize_backward, layout, views[0], views[1], p, eps, views[2],
+                               views[3]);
             return std::vector<Tensor>{gx};
         });
     return y;

@@ -61,23 +61,6 @@ void check_inputs(const Tensor& u, const Tensor& delta, const Tensor& A, const T
 
 const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
-void run_forward(const ScanInputs& in, bool on_cuda, void* y) {
-    if (on_cuda) {
-        cuda::selective_scan_forward(in, y);
-    } else {
-        cpu::selective_scan_forward(in, y);
-    }
-}
-
-void run_backward(const ScanInputs& in, bool on_cuda, const void* grad_out,
-                  const ScanGrads& grads) {
-    if (on_cuda) {
-        cuda::selective_scan_backward(in, grad_out, grads);
-    } else {
-        cpu::selective_scan_backward(in, grad_out, grads);
-    }
-}
-
 }  // namespace
 
 Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, const Tensor& Bm,
@@ -128,7 +111,7 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
     in.z = data_or_null(z_c);
     in.delta_bias = data_or_null(bias_c);
     Tensor y = empty(u.shape(), u.dtype(), u.device());
-    run_forward(in, u.is_cuda(), y.data_ptr());
+    LUMEN_DISPATCH(u, selective_scan_forward, in, y.data_ptr());
     // Backward: the adjoint recurrence of ops/cpu/scan.cpp (states recomputed per row).
     Shape b_shape = Bm.shape(), c_shape = Cm.shape();
     record_backward(
@@ -162,7 +145,7 @@ Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, con
                             d.defined() ? grad_d.data_ptr() : nullptr,
                             z.defined() ? grad_z.data_ptr() : nullptr,
                             bias.defined() ? grad_bias.data_ptr() : nullptr};
-            run_backward(args, u.is_cuda(), g.data_ptr(), grads);
+            LUMEN_DISPATCH(u, selective_scan_backward, args, g.data_ptr(), grads);
             // (B, G, L, N) back to the caller's layout.
             auto from_bglN = [](const Tensor& t, const Shape& shape) {
                 return t.transpose(2, 3).contiguous().reshape(shape);

@@ -9,7 +9,7 @@
 #include "models/context_swin.h"
 #include "nn/attention/window.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -160,4 +160,4 @@ const VectorAdapterRegistration kSwinModel("context.model:Swin", [](VectorCall& 
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

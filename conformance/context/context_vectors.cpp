@@ -8,7 +8,7 @@
 #include "conformance/registry_vectors.h"
 #include "models/context_vit.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -166,4 +166,4 @@ const VectorAdapterRegistration kModel("context.model", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -10,7 +10,7 @@
 #include "nn/context/vit_blocks.h"
 #include "nn/options.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 // A context.model vector's keys that are no registry options: "encoder" (which model), and
 // "time", "height", "width", which context_img_size turns into the option img_size.
@@ -30,4 +30,4 @@ std::optional<int64_t> context_dt_rank(VectorConfig& config);
 // unknown nested key or a non-integer value.
 nn::context::MixerOptions context_mixer_options(VectorConfig& config, const std::string& module);
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -6,7 +6,7 @@
 #include "nn/attention/hyena.h"
 #include "nn/attention/mamba_vision.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 std::optional<int64_t> context_dt_rank(VectorConfig& config) {
     const nlohmann::json& rank = config.get("dt_rank");
@@ -56,4 +56,4 @@ const VectorAdapterRegistration kMambaVisionBlock("context.MambaVisionBlock", []
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -12,7 +12,7 @@
 #include "train/optim.h"
 #include "train/schedule.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -127,4 +127,4 @@ const VectorAdapterRegistration kOneCycleAdam(
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -13,7 +13,7 @@
 #include "nn/block.h"
 #include "nn/rollout.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -134,4 +134,4 @@ nn::BlockOptions read_block_options(VectorCall& call, nn::BlockOptions preset, i
     return preset;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

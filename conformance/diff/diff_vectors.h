@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "nn/block.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 // Throws [<module>] "config '<key>' = <got> but the <module> preset has <want>" unless equal.
 template <typename T>
@@ -21,4 +21,4 @@ void require_preset(VectorCall& call, const std::string& key, const T& got, cons
 // [<module>] naming the first key that differs.
 nn::BlockOptions read_block_options(VectorCall& call, nn::BlockOptions preset, int64_t dim);
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -8,7 +8,7 @@
 #include "models/text_transformer.h"
 #include "models/vit.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -74,4 +74,4 @@ const VectorAdapterRegistration kDGT("DGT", [](VectorCall& call) { return run_te
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

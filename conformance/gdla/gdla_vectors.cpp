@@ -11,7 +11,7 @@
 #include "nn/gdla/blocks.h"
 #include "nn/gdla/stem.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -151,4 +151,4 @@ const VectorAdapterRegistration kResBlk("gdla.ResBlk", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -4,7 +4,7 @@
 // encoder_embed_dims, ...), run in eval mode, outputs named x4, x3, x2, x1 (or x1 alone).
 #include "conformance/registry_vectors.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -23,4 +23,4 @@ const VectorAdapterRegistration kPVTSegNet("gdla.PVTSegNet", [](VectorCall& call
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

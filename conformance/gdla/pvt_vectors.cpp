@@ -4,7 +4,7 @@
 #include "conformance/module_vectors.h"
 #include "models/pvt_v2.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -77,4 +77,4 @@ const VectorAdapterRegistration kPyramidVisionTransformerV2(
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -5,7 +5,7 @@
 #include "train/loss_seg.h"
 #include "train/metrics_seg.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -67,4 +67,4 @@ const VectorAdapterRegistration kTransUNetCase("gdla.metric.transunet_case", [](
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -3,7 +3,7 @@
 #include "conformance/module_vectors.h"
 #include "lumen/lumen.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -46,4 +46,4 @@ const VectorAdapterRegistration kBatchNorm2d("sfree_utnet.BatchNorm2d", [](Vecto
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -7,7 +7,7 @@
 #include "conformance/op_vectors.h"
 #include "ops/conv.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -61,4 +61,4 @@ const VectorAdapterRegistration kConvTranspose3d("op.conv_transpose3d",
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -7,7 +7,7 @@
 #include "ops/index.h"
 #include "ops/layout.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -96,4 +96,4 @@ const VectorAdapterRegistration kOneHot("op.one_hot", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -4,7 +4,7 @@
 #include "conformance/op_vectors.h"
 #include "ops/loss.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -61,4 +61,4 @@ const VectorAdapterRegistration kHuberLoss("op.huber_loss", [](VectorCall& call)
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -5,7 +5,7 @@
 #include "conformance/op_vectors.h"
 #include "lumen/lumen.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -83,4 +83,4 @@ const VectorAdapterRegistration kHardtanh("op.hardtanh", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

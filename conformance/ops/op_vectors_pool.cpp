@@ -10,7 +10,7 @@
 #include "ops/pad.h"
 #include "ops/pool.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -155,4 +155,4 @@ const VectorAdapterRegistration kPad("op.pad", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

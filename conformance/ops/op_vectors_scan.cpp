@@ -5,7 +5,7 @@
 #include "ops/fft.h"
 #include "ops/scan.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -25,4 +25,4 @@ const VectorAdapterRegistration kCausalFftConv("context.causal_fft_conv", [](Vec
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -8,7 +8,7 @@
 #include "nn/attention/seqnorm_attention.h"
 #include "nn/attention/vitpt_sima_attention.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -57,4 +57,4 @@ const VectorAdapterRegistration kViT("sfree_utnet.ViT", [](VectorCall& call) {
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

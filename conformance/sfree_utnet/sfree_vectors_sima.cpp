@@ -6,7 +6,7 @@
 #include "conformance/registry_vectors.h"
 #include "models/sima_vit.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -97,4 +97,4 @@ const VectorAdapterRegistration kSimAVisionTransformer(
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -6,7 +6,7 @@
 #include "conformance/registry_vectors.h"
 #include "models/utnet.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -160,4 +160,4 @@ const VectorAdapterRegistration kUTNet("sfree_utnet.UTNet", [](VectorCall& call)
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

@@ -8,7 +8,7 @@
 #include "train/optim.h"
 #include "train/schedule.h"
 
-namespace lumen::cli {
+namespace lumen::conformance {
 
 namespace {
 
@@ -79,4 +79,4 @@ const VectorAdapterRegistration kAUROC("sfree_utnet.auroc", [](VectorCall& call)
 
 }  // namespace
 
-}  // namespace lumen::cli
+}  // namespace lumen::conformance

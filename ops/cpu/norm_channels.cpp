@@ -13,6 +13,7 @@
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/norm_kernels.h"
+#include "ops/norm_math.h"
 #include "ops/reduce_kernels.h"
 
 namespace lumen::cpu {
@@ -183,9 +184,12 @@ void channel_norm_forward(const Layout& lay, const StridedView& x, const Strided
         std::vector<T> scale(static_cast<size_t>(stats)), shift(static_cast<size_t>(stats));
         for (int64_t s = 0; s < stats; ++s) {
             int64_t c = s % lay.channels;
-            double k = 1.0 / std::sqrt(double(var.ptr<T>()[s]) + eps) * double(param<T>(weight, c, T(1)));
+            double k, b;
+            norm_math::scale_shift(double(mean.ptr<T>()[s]), double(var.ptr<T>()[s]), eps,
+                                   double(param<T>(weight, c, T(1))),
+                                   double(param<T>(bias, c, T(0))), k, b);
             scale[size_t(s)] = T(k);
-            shift[size_t(s)] = T(double(param<T>(bias, c, T(0))) - double(mean.ptr<T>()[s]) * k);
+            shift[size_t(s)] = T(b);
         }
         scale_shift<T>(lay, x.ptr<T>(), scale.data(), shift.data(), y.ptr<T>());
     });
@@ -203,7 +207,8 @@ void channel_norm_backward(const Layout& lay, const StridedView& x, const Stride
         const T* mp = mean.ptr<T>();
         std::vector<double> sum_g(static_cast<size_t>(stats), 0.0), sum_gx(static_cast<size_t>(stats), 0.0);
         std::vector<T> rstd(static_cast<size_t>(stats));
-        for (int64_t s = 0; s < stats; ++s) rstd[size_t(s)] = T(1.0 / std::sqrt(double(var.ptr<T>()[s]) + eps));
+        for (int64_t s = 0; s < stats; ++s)
+            rstd[size_t(s)] = T(norm_math::inv_std(double(var.ptr<T>()[s]), eps));
         bool need_sums = batch_stats || grad_weight.data || grad_bias.data;
         if (need_sums) {
             channel_sum<T>(lay, sum_g.data(), [&](int64_t i, int64_t) { return gp[i]; });
@@ -259,7 +264,7 @@ void normalize_forward(const Layout& lay, const StridedView& x, double p, double
         std::vector<T> inv(static_cast<size_t>(stats)), zero(static_cast<size_t>(stats), T(0));
         for (int64_t s = 0; s < stats; ++s) {
             double total = sums[size_t(s)];
-            double nv = p == 2.0 ? std::sqrt(total) : p == 1.0 ? total : std::pow(total, 1.0 / p);
+            double nv = norm_math::p_norm(total, p);
             norm.ptr<T>()[s] = T(nv);
             inv[size_t(s)] = T(1.0 / std::max(double(T(nv)), eps));
         }

@@ -10,6 +10,7 @@
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "ops/norm_kernels.h"
+#include "ops/norm_math.h"
 #include "ops/reduce_kernels.h"
 
 namespace lumen::cpu {
@@ -44,14 +45,15 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                              T d = xr[i] - m;
                              return T(d * d);
                          }) / double(n);
-            T rstd = T(1.0 / std::sqrt(var + eps));
+            T rstd = T(norm_math::inv_std(var, eps));
             mean_out[r] = m;
             rstd_out[r] = rstd;
             int64_t first = (r % lay.groups) * cpg;
             if (spatial == 1) {
                 const T* wr = w + first;
                 const T* br = b + first;
-                for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - m) * rstd * wr[i] + br[i];
+                for (int64_t i = 0; i < n; ++i)
+                    yr[i] = norm_math::affine(xr[i], m, rstd, wr[i], br[i]);
                 continue;
             }
             for (int64_t j = 0; j < cpg; ++j) {
@@ -123,7 +125,7 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                         T c = sum_gwx * inv_n;
                         T* dr = dx + r * n;
                         for (int64_t i = 0; i < n; ++i)
-                            dr[i] = rstd * (gw[i] - a - (xr[i] - m) * rstd * c);
+                            dr[i] = norm_math::grad_x(gw[i], xr[i], m, rstd, a, c);
                     }
                     continue;
                 }

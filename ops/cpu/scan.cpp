@@ -18,15 +18,19 @@
 #include "core/parallel.h"
 #include "ops/reduce_kernels.h"
 #include "ops/scan_kernels.h"
+#include "ops/scan_math.h"
 
 namespace lumen::cpu {
 
 namespace {
 
-template <typename T>
-T softplus(T x) {
-    return x > T(20) ? x : std::log1p(std::exp(x));  // PyTorch's threshold 20
-}
+// e^v for v <= 0 in plain float arithmetic, so that the loops around it vectorize.
+struct CpuMath {
+    template <typename T>
+    static T exp_nonpositive(T v) {
+        return vec::exp_nonpositive(v);
+    }
+};
 
 // softplus(x) = max(x, 0) + log(1 + e^-|x|) in plain float arithmetic so that a loop over a
 // row vectorizes (log1pf is a library call). With y = 1 + e^-|x| in (1, 2] and
@@ -45,14 +49,7 @@ inline float softplus_fast(float x) {
     float value = std::max(x, 0.0f) + 2.0f * s * p;
     return x > 20.0f ? x : value;
 }
-inline double softplus_fast(double x) { return softplus(x); }
-
-// 1 / (1 + e^-x) from e = e^-|x| <= 1 (no overflow; the float exp vectorizes).
-template <typename T>
-T sigmoid(T x) {
-    T e = vec::exp_nonpositive(T(-std::fabs(x)));
-    return (x >= T(0) ? T(1) : e) / (T(1) + e);
-}
+inline double softplus_fast(double x) { return scan_math::softplus(x); }
 
 // sum a[i] b[i] with 8 independent partial sums so that the loop vectorizes.
 template <typename T>
@@ -171,10 +168,7 @@ void forward_typed(const ScanInputs& in, T* y) {
                 T skip = s.D ? s.D[row % s.channels] : T(0);
                 for (int64_t t = 0; t < s.length; ++t) {
                     T value = out[t] + skip * u[t];
-                    if (s.z) {
-                        T zt = s.z[row * s.length + t];
-                        value *= zt * sigmoid(zt);
-                    }
+                    if (s.z) value *= scan_math::gate<CpuMath>(s.z[row * s.length + t]);
                     out[t] = value;
                 }
             }
@@ -232,13 +226,9 @@ void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGr
     ga.setZero();
     for (int64_t t = L - 1; t >= 0; --t) {
         T gy = g[t];
-        if (s.z) {
-            // out = y sigmoid(z) z: d/dz = y s (1 + z (1 - s))
-            T zt = s.z[row * L + t], sg = sigmoid(zt);
-            T y = r.y_pre[t] + skip * u[t];
-            static_cast<T*>(grads.z)[row * L + t] = gy * y * sg * (T(1) + zt * (T(1) - sg));
-            gy *= zt * sg;
-        }
+        if (s.z)
+            gy = scan_math::gate_backward<CpuMath>(gy, r.y_pre[t] + skip * u[t], s.z[row * L + t],
+                                                   static_cast<T*>(grads.z)[row * L + t]);
         grad_skip += gy * u[t];
         T dt = r.dts[t], dtu = dt * u[t];
         ConstMap decay(r.decays.data() + t * N, N);
@@ -254,7 +244,7 @@ void backward_row(const Scan<T>& s, int64_t row, const T* grad_out, const ScanGr
         gu[t] = gy * skip + dt * gh_b;
         gh *= decay;
         // softplus' = sigmoid
-        if (s.softplus) grad_dt *= sigmoid(T(s.delta[row * L + t] + offset));
+        if (s.softplus) grad_dt *= scan_math::sigmoid<CpuMath>(T(s.delta[row * L + t] + offset));
         gdelta[t] = grad_dt;
         grad_bias += grad_dt;
     }

@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "ops/reduce_kernels.h"
 #include "ops/softmax_kernels.h"
+#include "ops/softmax_math.h"
 
 namespace lumen::cpu {
 
@@ -23,18 +24,24 @@ using Layout = DimBlocks;  // (outer, length, inner) around the softmax dim
 
 // ---- rows (inner == 1) ----
 
+// e^v for v <= 0 in plain float arithmetic, so that the loops around it vectorize.
+struct CpuMath {
+    template <typename T>
+    static T exp_nonpositive(T v) {
+        return vec::exp_nonpositive(v);
+    }
+};
+
 // The max is subtracted so that exp never overflows (a row holding +inf or only -inf gives
 // NaN, as in PyTorch).
 template <typename T>
 void forward_row(const T* x, T* y, int64_t n, bool log) {
     T max = vec::extremum<true>(x, n);
     if (log) {
-        // (x - max) - log(sum) rather than x - (max + log(sum)): x - max is exact for the
-        // largest entries, so results near 0 keep their precision.
         T total =
             T(vec::lane_sum<T>(n, [&](int64_t i) { return vec::exp_nonpositive(T(x[i] - max)); }));
-        T log_total = std::log(total);
-        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - max) - log_total;
+        T log_total = softmax_math::row_factor(total, true);
+        for (int64_t i = 0; i < n; ++i) y[i] = softmax_math::output(x[i], max, log_total, true);
         return;
     }
     T total = T(vec::lane_sum<T>(n, [&](int64_t i) {
@@ -42,19 +49,20 @@ void forward_row(const T* x, T* y, int64_t n, bool log) {
         y[i] = e;
         return e;
     }));
-    T scale = T(1) / total;
-    for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+    T scale = softmax_math::row_factor(total, false);
+    for (int64_t i = 0; i < n; ++i) y[i] = softmax_math::output(y[i], max, scale, false);
 }
 
 template <typename T>
 void backward_row(const T* y, const T* g, T* dx, int64_t n, bool log) {
     if (log) {
         T total = T(vec::lane_sum<T>(n, [&](int64_t i) { return g[i]; }));
-        for (int64_t i = 0; i < n; ++i) dx[i] = g[i] - vec::exp_nonpositive(y[i]) * total;
+        for (int64_t i = 0; i < n; ++i)
+            dx[i] = softmax_math::grad<CpuMath>(y[i], g[i], total, true);
         return;
     }
     T dot = T(vec::lane_sum<T>(n, [&](int64_t i) { return g[i] * y[i]; }));
-    for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (g[i] - dot);
+    for (int64_t i = 0; i < n; ++i) dx[i] = softmax_math::grad<CpuMath>(y[i], g[i], dot, false);
 }
 
 // ---- column blocks (inner > 1) ----
@@ -86,12 +94,12 @@ void forward_block(const T* x, T* y, int64_t length, int64_t stride, T* scratch)
             total[w] += e;
         }
     }
-    for (int w = 0; w < kWidth; ++w) total[w] = kLog ? std::log(total[w]) : T(1) / total[w];
+    for (int w = 0; w < kWidth; ++w) total[w] = softmax_math::row_factor(total[w], kLog);
     for (int64_t l = 0; l < length; ++l) {
         const T* copy = scratch + l * kWidth;
         T* row = y + l * stride;
         for (int w = 0; w < kWidth; ++w)
-            row[w] = kLog ? (copy[w] - max[w]) - total[w] : copy[w] * total[w];
+            row[w] = softmax_math::output(copy[w], max[w], total[w], kLog);
     }
 }
 
@@ -106,7 +114,7 @@ void backward_block(const T* y, const T* g, T* dx, int64_t length, int64_t strid
             T yv = y[l * stride + w], gv = g[l * stride + w];
             y_copy[l * kWidth + w] = yv;
             g_copy[l * kWidth + w] = gv;
-            total[w] += kLog ? gv : gv * yv;
+            total[w] += softmax_math::backward_term(yv, gv, kLog);
         }
     }
     for (int64_t l = 0; l < length; ++l) {
@@ -114,8 +122,7 @@ void backward_block(const T* y, const T* g, T* dx, int64_t length, int64_t strid
         const T* gr = g_copy + l * kWidth;
         T* row = dx + l * stride;
         for (int w = 0; w < kWidth; ++w)
-            row[w] =
-                kLog ? gr[w] - vec::exp_nonpositive(yr[w]) * total[w] : yr[w] * (gr[w] - total[w]);
+            row[w] = softmax_math::grad<CpuMath>(yr[w], gr[w], total[w], kLog);
     }
 }
 

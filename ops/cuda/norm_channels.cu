@@ -14,6 +14,7 @@
 #include "core/dispatch.h"
 #include "ops/cuda/partial_sums.cuh"
 #include "ops/norm_kernels.h"
+#include "ops/norm_math.h"
 
 namespace lumen::cuda {
 namespace {
@@ -197,10 +198,8 @@ struct NormFinish {
     T* norm;
     T* inv;
     double p, eps;
-    int mode;
     __device__ void operator()(int64_t stat, const T* total) const {
-        double t = double(total[0]);
-        double value = mode == 2 ? sqrt(t) : mode == 1 ? t : pow(t, 1.0 / p);
+        double value = norm_math::p_norm(double(total[0]), p);
         norm[stat] = T(value);
         inv[stat] = T(1.0 / fmax(double(T(value)), eps));
     }
@@ -300,9 +299,12 @@ __global__ void scale_shift_kernel(int64_t stats, int64_t channels, const T* mea
     for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < stats;
          s += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = s % channels;
-        double k = 1.0 / sqrt(double(var[s]) + eps) * (weight ? double(weight[c]) : 1.0);
+        double k, b;
+        norm_math::scale_shift(double(mean[s]), double(var[s]), eps,
+                               weight ? double(weight[c]) : 1.0, bias ? double(bias[c]) : 0.0, k,
+                               b);
         scale[s] = T(k);
-        shift[s] = T((bias ? double(bias[c]) : 0.0) - double(mean[s]) * k);
+        shift[s] = T(b);
     }
 }
 
@@ -323,7 +325,7 @@ __global__ void grad_coefficients_kernel(ChannelNormLayout lay, const T* var, do
         double total_w = 0, total_b = 0;
         for (int64_t a = 0; a < lay.outer; ++a) {
             const int64_t s = a * C + c;
-            const double r = double(T(1.0 / sqrt(double(var[s]) + eps)));
+            const double r = double(T(norm_math::inv_std(double(var[s]), eps)));
             if (sums) {
                 total_w += double(sums[stats + s]) * r;
                 total_b += double(sums[s]);
@@ -447,7 +449,7 @@ void normalize_forward(const ChannelNormLayout& layout, const StridedView& x, do
     dispatch_floating(x.dtype, "normalize", [&]<typename T>() {
         Scratch inv(size_t(stats) * sizeof(T));
         stat_sums<T>(layout, PowerTerm<T>{x.ptr<const T>(), T(p), power_mode(p)},
-                     NormFinish<T>{norm.ptr<T>(), inv.as<T>(), p, eps, power_mode(p)});
+                     NormFinish<T>{norm.ptr<T>(), inv.as<T>(), p, eps});
         apply<T>(layout, ScaleShiftOp<T>{x.ptr<const T>(), inv.as<T>(), nullptr, y.ptr<T>()});
     });
 }

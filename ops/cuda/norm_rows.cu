@@ -10,6 +10,7 @@
 #include "core/dispatch.h"
 #include "ops/cuda/partial_sums.cuh"
 #include "ops/norm_kernels.h"
+#include "ops/norm_math.h"
 
 namespace lumen::cuda {
 namespace {
@@ -105,7 +106,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
                 squares += inside ? d * d : A(0);
             }
         }
-        A rstd = A(1) / sqrt(warp_sum(squares) / A(n) + args.eps);
+        A rstd = A(norm_math::inv_std(double(warp_sum(squares) / A(n)), args.eps));
         if (lane == 0) {
             args.mean[r] = mean;
             args.rstd[r] = rstd;
@@ -119,7 +120,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
             affine_pack<T, kVec>(args.w, entry, lay.spatial == 1, A(1), w);
             affine_pack<T, kVec>(args.b, entry, lay.spatial == 1, A(0), b);
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) out[e] = (v[p * kVec + e] - mean) * rstd * w[e] + b[e];
+            for (int e = 0; e < kVec; ++e)
+                out[e] = norm_math::affine(v[p * kVec + e], mean, rstd, w[e], b[e]);
             store_pack<T, kVec>(args.y + r * n + i0, out);
         }
     }
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
                 int k = p * kVec + e;
-                out[e] = rstd * (gw[k] - a - (x[k] - mean) * rstd * c);
+                out[e] = norm_math::grad_x(gw[k], x[k], mean, rstd, a, c);
             }
             store_pack<T, kVec>(args.y + r * n + i0, out);
         }
@@ -205,7 +207,7 @@ __global__ void row_block_forward_kernel(RowArgs<T> args) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e) squares += (v[e] - mean) * (v[e] - mean);
         }
-        const A rstd = A(1) / sqrt(block_sum(squares, scratch) / A(n) + args.eps);
+        const A rstd = A(norm_math::inv_std(double(block_sum(squares, scratch) / A(n)), args.eps));
         if (threadIdx.x == 0) {
             args.mean[r] = mean;
             args.rstd[r] = rstd;
@@ -218,7 +220,7 @@ __global__ void row_block_forward_kernel(RowArgs<T> args) {
             affine_pack<T, kVec>(args.w, first + at.outer, per_element, A(1), w);
             affine_pack<T, kVec>(args.b, first + at.outer, per_element, A(0), b);
 #pragma unroll
-            for (int e = 0; e < kVec; ++e) v[e] = (v[e] - mean) * rstd * w[e] + b[e];
+            for (int e = 0; e < kVec; ++e) v[e] = norm_math::affine(v[e], mean, rstd, w[e], b[e]);
             store_pack<T, kVec>(args.y + r * n + i0, v);
         }
     }
@@ -269,7 +271,7 @@ __global__ void row_block_backward_kernel(RowArgs<T> args) {
         for_each_backward_pack<T, kVec>(args, r, [&](int64_t i0, A* x, A* g, A* w) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e)
-                x[e] = rstd * (g[e] * w[e] - a - (x[e] - mean) * rstd * c);
+                x[e] = norm_math::grad_x(g[e] * w[e], x[e], mean, rstd, a, c);
             store_pack<T, kVec>(args.y + r * n + i0, x);
         });
     }

@@ -7,10 +7,12 @@
 
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
+#include "core/cuda/scratch.cuh"
 #include "core/cuda/strided.cuh"
 #include "core/dispatch.h"
-#include "core/cuda/scratch.cuh"
+#include "ops/elementwise_math.h"
 #include "ops/scan_kernels.h"
+#include "ops/scan_math.h"
 
 namespace lumen::cuda {
 namespace {
@@ -91,29 +93,19 @@ __device__ Row<T> row_of(const ScanView<T>& s, const Slot& slot) {
     return r;
 }
 
-template <typename T>
-__device__ T softplus_of(T x) {
-    return x > T(20) ? x : log1p(exp(x));  // PyTorch's threshold, as the CPU kernel
-}
-
-// 1 / (1 + e^-x) from e^-|x| <= 1, as the CPU kernel (no overflow).
-template <typename T>
-__device__ T sigmoid_of(T x) {
-    const T e = exp(-fabs(x));
-    return (x >= T(0) ? T(1) : e) / (T(1) + e);
-}
+using Math = elementwise_math::LibraryMath;
 
 template <typename T>
 __device__ T step_size(const ScanView<T>& s, const Row<T>& r, int64_t t) {
     const T x = s.delta[r.row * s.length + t] + r.offset;
-    return s.softplus ? softplus_of(x) : x;
+    return s.softplus ? scan_math::softplus(x) : x;
 }
 
 // dL/dy before the gate: grad_out times z sigmoid(z) when z is given.
 template <typename T>
 __device__ T ungated(const ScanView<T>& s, const T* grad_y, int64_t at) {
     T gy = grad_y[at];
-    if (s.z) gy *= s.z[at] * sigmoid_of(s.z[at]);
+    if (s.z) gy *= scan_math::gate<Math>(s.z[at]);
     return gy;
 }
 
@@ -168,7 +160,7 @@ __global__ void scan_chunk_forward_kernel(ScanView<T> s, T* chunk_dt, T* chunk_s
         }
         if constexpr (kOutput) {
             T value = slot_sum(part, slot, s.lanes) + r.skip * u;
-            if (s.z) value *= s.z[r.row * L + t] * sigmoid_of(s.z[r.row * L + t]);
+            if (s.z) value *= scan_math::gate<Math>(s.z[r.row * L + t]);
             if (slot.lane == 0) y[r.row * L + t] = value;
         } else {
             dt_sum += dt;
@@ -298,10 +290,9 @@ __global__ void scan_chunk_backward_kernel(ScanView<T> s, GradView<T> g) {
         const T u = s.u[at], dt = dts[i];
         T gy = g.grad_y[at];
         if (s.z) {
-            // out = y sigmoid(z) z: d/dz = y s (1 + z (1 - s))
-            const T zt = s.z[at], sg = sigmoid_of(zt), y = y_pre[i] + r.skip * u;
-            if (slot.lane == 0) g.z[at] = gy * y * sg * (T(1) + zt * (T(1) - sg));
-            gy *= zt * sg;
+            T grad_z;
+            gy = scan_math::gate_backward<Math>(gy, y_pre[i] + r.skip * u, s.z[at], grad_z);
+            if (slot.lane == 0) g.z[at] = grad_z;
         }
         grad_skip += gy * u;
         T x_a = 0, gh_b = 0;
@@ -322,7 +313,8 @@ __global__ void scan_chunk_backward_kernel(ScanView<T> s, GradView<T> g) {
         }
         gh_b = slot_sum(gh_b, slot, s.lanes);
         T grad_dt = slot_sum(x_a, slot, s.lanes) + u * gh_b;
-        if (s.softplus) grad_dt *= sigmoid_of(s.delta[at] + r.offset);  // softplus' = sigmoid
+        if (s.softplus)
+            grad_dt *= scan_math::sigmoid<Math>(T(s.delta[at] + r.offset));  // softplus' = sigmoid
         if (slot.lane == 0) {
             g.delta[at] = grad_dt;
             g.u[at] = gy * r.skip + dt * gh_b;

@@ -17,7 +17,9 @@
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/kernel_util.cuh"
 #include "core/dispatch.h"
+#include "ops/elementwise_math.h"
 #include "ops/softmax_kernels.h"
+#include "ops/softmax_math.h"
 
 namespace lumen::cuda {
 namespace {
@@ -28,6 +30,7 @@ constexpr int kColumnThreads = 256;
 constexpr int kMaxBlocks = 1 << 20;  // grid-stride loops beyond
 
 using Layout = DimBlocks;  // (outer, length, inner) around the softmax dim
+using Math = elementwise_math::LibraryMath;
 
 int64_t next_pow2(int64_t v) {
     int64_t p = 1;
@@ -150,8 +153,7 @@ __global__ void __launch_bounds__(kWarpBlock)
             if (!log) v[i] = e;
         }
         s = group_sum<S::kWidth>(s);
-        // log_softmax: (x - max) - log(sum), exact for the largest entries (as on the CPU).
-        A factor = log ? A(::log(s)) : A(1) / s;
+        A factor = softmax_math::row_factor(s, log);
         if (!valid) continue;
         T* out = y + row * length;
 #pragma unroll
@@ -162,7 +164,7 @@ __global__ void __launch_bounds__(kWarpBlock)
 #pragma unroll
             for (int c = 0; c < kVecT; ++c) {
                 A value = v[p * kVecT + c];
-                pack.v[c] = from_acc<T>(log ? (value - m) - factor : value * factor);
+                pack.v[c] = from_acc<T>(softmax_math::output(value, m, factor, log));
             }
             *reinterpret_cast<Pack<T, kVecT>*>(out + at) = pack;
         }
@@ -199,7 +201,8 @@ __global__ void __launch_bounds__(kWarpBlock)
         }
         A total = 0;
 #pragma unroll
-        for (int i = 0; i < S::kPerLane; ++i) total += log ? gv[i] : gv[i] * yv[i];
+        for (int i = 0; i < S::kPerLane; ++i)
+            total += softmax_math::backward_term(yv[i], gv[i], log);
         total = group_sum<S::kWidth>(total);
         if (!valid) continue;
 #pragma unroll
@@ -210,7 +213,7 @@ __global__ void __launch_bounds__(kWarpBlock)
 #pragma unroll
             for (int c = 0; c < kVecT; ++c) {
                 A yi = yv[p * kVecT + c], gi = gv[p * kVecT + c];
-                pack.v[c] = from_acc<T>(log ? gi - exp(yi) * total : yi * (gi - total));
+                pack.v[c] = from_acc<T>(softmax_math::grad<Math>(yi, gi, total, log));
             }
             *reinterpret_cast<Pack<T, kVecT>*>(dx + offset + at) = pack;
         }
@@ -284,14 +287,14 @@ __global__ void __launch_bounds__(1024)
             for (int c = 0; c < V; ++c) online_add(m, s, to_acc(pack.v[c]));
         }
         block_online_merge(m, s, scratch);
-        A factor = log ? A(::log(s)) : A(1) / s;
+        A factor = softmax_math::row_factor(s, log);
         // The second read of the row mostly hits L2 (the row was just read).
         for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
             Pack<T, V> pack = reinterpret_cast<const Pack<T, V>*>(in)[u];
 #pragma unroll
             for (int c = 0; c < V; ++c) {
                 A d = to_acc(pack.v[c]) - m;
-                pack.v[c] = from_acc<T>(log ? d - factor : exp(d) * factor);
+                pack.v[c] = from_acc<T>(softmax_math::output_shifted<Math>(d, factor, log));
             }
             reinterpret_cast<Pack<T, V>*>(out)[u] = pack;
         }
@@ -313,7 +316,7 @@ __global__ void __launch_bounds__(1024)
             Pack<T, V> yp = yr[u], gp = gr[u];
 #pragma unroll
             for (int c = 0; c < V; ++c)
-                total += log ? to_acc(gp.v[c]) : to_acc(gp.v[c]) * to_acc(yp.v[c]);
+                total += softmax_math::backward_term(to_acc(yp.v[c]), to_acc(gp.v[c]), log);
         }
         total = block_sum(total, scratch);  // barriers inside: scratch is free for the next row
         for (int64_t u = threadIdx.x; u < units; u += blockDim.x) {
@@ -321,7 +324,7 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
             for (int c = 0; c < V; ++c) {
                 A yi = to_acc(yp.v[c]), gi = to_acc(gp.v[c]);
-                pack.v[c] = from_acc<T>(log ? gi - exp(yi) * total : yi * (gi - total));
+                pack.v[c] = from_acc<T>(softmax_math::grad<Math>(yi, gi, total, log));
             }
             out[u] = pack;
         }
@@ -375,12 +378,12 @@ __global__ void __launch_bounds__(kColumnThreads)
         }
         m = max_scratch[threadIdx.x];
         s = sum_scratch[threadIdx.x];
-        A factor = log ? A(::log(s)) : A(1) / s;
+        A factor = softmax_math::row_factor(s, log);
         if (valid)
             for (int64_t l = threadIdx.y; l < layout.length; l += blockDim.y) {
                 int64_t i = base + l * layout.inner;
                 A d = to_acc(x[i]) - m;
-                y[i] = from_acc<T>(log ? d - factor : exp(d) * factor);
+                y[i] = from_acc<T>(softmax_math::output_shifted<Math>(d, factor, log));
             }
         __syncthreads();  // before the next block's values overwrite the scratch
     }
@@ -401,7 +404,7 @@ __global__ void __launch_bounds__(kColumnThreads)
         if (valid)
             for (int64_t l = threadIdx.y; l < layout.length; l += blockDim.y) {
                 int64_t i = base + l * layout.inner;
-                total += log ? to_acc(g[i]) : to_acc(g[i]) * to_acc(y[i]);
+                total += softmax_math::backward_term(to_acc(y[i]), to_acc(g[i]), log);
             }
         scratch[at] = total;
         __syncthreads();
@@ -414,7 +417,7 @@ __global__ void __launch_bounds__(kColumnThreads)
             for (int64_t l = threadIdx.y; l < layout.length; l += blockDim.y) {
                 int64_t i = base + l * layout.inner;
                 A yi = to_acc(y[i]), gi = to_acc(g[i]);
-                dx[i] = from_acc<T>(log ? gi - exp(yi) * total : yi * (gi - total));
+                dx[i] = from_acc<T>(softmax_math::grad<Math>(yi, gi, total, log));
             }
         __syncthreads();
     }

@@ -12,7 +12,7 @@ namespace {
 
 nn::Options shipped(const std::string& name) {
     const fs::path path = fs::path(LUMEN_TEST_DATA) / ".." / ".." / "configs" / name;
-    return cli::resolve_training_config(train::RawConfig::read(path.string()));
+    return train::cli::resolve_training_config(train::RawConfig::read(path.string()));
 }
 
 }  // namespace
@@ -45,9 +45,10 @@ TEST_CASE("every paper config resolves and its model options validate", "[cli][c
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
         if (entry.path().extension() != ".json") continue;
         INFO(entry.path().string());
-        nn::Options c = cli::resolve_training_config(train::RawConfig::read(entry.path().string()));
+        nn::Options c =
+            train::cli::resolve_training_config(train::RawConfig::read(entry.path().string()));
         // The model section's keys are the registry's, with types and ranges checked.
-        CHECK_NOTHROW(cli::model_options(c, cli::DataShape{}));
+        CHECK_NOTHROW(train::cli::model_options(c, train::cli::DataShape{}));
         CHECK(!c.get_string("description").empty());
         ++count;
     }

@@ -73,19 +73,19 @@ TEST_CASE("lumen train classifies an image_folder and lumen eval reads it back",
                              {"output", {{"progress", "none"}, {"runs_dir", dir.file("runs")}}}};
     const std::string path = write_json(dir, "folder.json", config);
     std::ostringstream out;
-    REQUIRE(cli::run_train_command({path}, out) == 0);
+    REQUIRE(train::cli::run_train_command({path}, out) == 0);
     std::ifstream summary_file(dir.file("runs/folder/summary.json"));
     nlohmann::json summary = nlohmann::json::parse(summary_file);
     CHECK(summary["epochs"] == 3);
     CHECK(summary["test_accuracy"].get<double>() >= 0.9);  // brightness separates the classes
     std::ostringstream eval;
-    CHECK(cli::run_eval_command({dir.file("runs/folder")}, eval) == 0);
+    CHECK(train::cli::run_eval_command({dir.file("runs/folder")}, eval) == 0);
     CHECK(eval.str().find("accuracy") != std::string::npos);
 
     // The model must fit the folder's images: a mismatch names both sides.
     config["model"]["num_classes"] = 3;
     const std::string wrong = write_json(dir, "wrong.json", config);
-    require_error([&] { cli::run_train_command({wrong}, out); },
+    require_error([&] { train::cli::run_train_command({wrong}, out); },
                   {"[config]", "image_folder", "classes 2", "model.num_classes"});
 }
 
@@ -104,7 +104,8 @@ TEST_CASE("lumen data shows a decathlon layout and writes patches that overlay t
                                {"flip_p", 0.0}}}};
     const std::string path = write_json(dir, "organs.json", config);
     std::ostringstream out;
-    REQUIRE(cli::run_data_command({path, "--count", "2", "--out", dir.file("preview")}, out) == 0);
+    REQUIRE(train::cli::run_data_command({path, "--count", "2", "--out", dir.file("preview")},
+                                         out) == 0);
     const std::string text = out.str();
     for (const char* part :
          {"layout decathlon", "train: 24 examples", "test: 6 examples",
@@ -145,7 +146,7 @@ TEST_CASE("lumen data shows a decathlon layout and writes patches that overlay t
 
     // The test split gets no random patch: whole volumes.
     std::ostringstream test_out;
-    cli::run_data_command({path, "--split", "test", "--count", "1"}, test_out);
+    train::cli::run_data_command({path, "--split", "test", "--count", "1"}, test_out);
     CHECK(test_out.str().find("image float32 [1, 48, 48, 32]") != std::string::npos);
 }
 
@@ -160,7 +161,7 @@ TEST_CASE("lumen data reorients and resamples volumes from their affines", "[cli
                                {"spacing", {1.6, 1.6, 2.5}}}}};
     const std::string path = write_json(dir, "geometry.json", config);
     std::ostringstream out;
-    REQUIRE(cli::run_data_command(
+    REQUIRE(train::cli::run_data_command(
                 {path, "--split", "test", "--count", "2", "--out", dir.file("preview")}, out) == 0);
     for (const char* name : {"organs_024", "organs_025"}) {
         INFO(name);
@@ -191,12 +192,12 @@ TEST_CASE("lumen data reorients and resamples volumes from their affines", "[cli
     }
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.orientation=XYZ"}, out);
+            train::cli::run_data_command({path, "--set", "data.orientation=XYZ"}, out);
         },
         {"[config]", "data.orientation", "[Reorient]", "XYZ"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.spacing=[1, 1]"}, out);
+            train::cli::run_data_command({path, "--set", "data.spacing=[1, 1]"}, out);
         },
         {"[config]", "data.spacing", "one spacing per spatial dim (3)"});
 }
@@ -213,7 +214,7 @@ TEST_CASE("lumen data on 2-D images with masks, bags and text", "[cli][layouts]"
                                {"patch_size", {40, 32}},
                                {"rot90_p", 1.0}}}};
     std::ostringstream out;
-    REQUIRE(cli::run_data_command(
+    REQUIRE(train::cli::run_data_command(
                 {write_json(dir, "s.json", shapes), "--count", "1", "--out", dir.file("png")},
                 out) == 0);
     CHECK(out.str().find("train: 180 examples") != std::string::npos);
@@ -226,13 +227,13 @@ TEST_CASE("lumen data on 2-D images with masks, bags and text", "[cli][layouts]"
 
     nlohmann::json bags = {{"data", {{"dataset", "bags"}, {"dir", dir.file("bags")}}}};
     std::ostringstream bag_out;
-    cli::run_data_command({write_json(dir, "b.json", bags), "--count", "1"}, bag_out);
+    train::cli::run_data_command({write_json(dir, "b.json", bags), "--count", "1"}, bag_out);
     CHECK(bag_out.str().find("instance features 32") != std::string::npos);
     CHECK(bag_out.str().find("float32 [") != std::string::npos);
 
     nlohmann::json text = {{"data", {{"dataset", "text_csv"}, {"dir", dir.file("text")}}}};
     std::ostringstream text_out;
-    cli::run_data_command({write_json(dir, "t.json", text), "--count", "1"}, text_out);
+    train::cli::run_data_command({write_json(dir, "t.json", text), "--count", "1"}, text_out);
     CHECK(text_out.str().find("classes (4): food science sports travel") != std::string::npos);
     CHECK(text_out.str().find("vocabulary") != std::string::npos);
 }
@@ -244,42 +245,42 @@ TEST_CASE("layout configs refuse what cannot work, naming the keys", "[cli][layo
     nlohmann::json config = {{"data", {{"dataset", "decathlon"}, {"dir", dir.file("organs")}}},
                              {"output", {{"runs_dir", dir.file("runs")}}}};
     const std::string path = write_json(dir, "c.json", config);
-    require_error([&] { cli::run_train_command({path}, out); },
+    require_error([&] { train::cli::run_train_command({path}, out); },
                   {"[config]", "segmentation task (decathlon)", "dense output map",
                    "model (dgvit) gives class logits"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.window=[1]"}, out);
+            train::cli::run_data_command({path, "--set", "data.window=[1]"}, out);
         },
         {"[config]", "data.window must be [low, high]", "[1"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.window=[5, 1]"}, out);
+            train::cli::run_data_command({path, "--set", "data.window=[5, 1]"}, out);
         },
         {"[config]", "data.window", "[ClipWindow]"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.patch_size=[8, 8]"}, out);
+            train::cli::run_data_command({path, "--set", "data.patch_size=[8, 8]"}, out);
         },
         {"[config]", "data.patch_size", "one size per spatial dim (3)"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--split", "val"}, out);
+            train::cli::run_data_command({path, "--split", "val"}, out);
         },
         {"[layout]", "no val split"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--count", "x"}, out);
+            train::cli::run_data_command({path, "--count", "x"}, out);
         },
         {"[lumen]", "--count"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.dir=" + dir.file("none")}, out);
+            train::cli::run_data_command({path, "--set", "data.dir=" + dir.file("none")}, out);
         },
         {"[config]", "data.*", "none"});
     require_error(
         [&] {
-            cli::run_data_command({path, "--set", "data.dataset=synthetic"}, out);
+            train::cli::run_data_command({path, "--set", "data.dataset=synthetic"}, out);
         },
         {"[lumen]", "layouts", "synthetic"});
 }

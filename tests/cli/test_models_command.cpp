@@ -6,7 +6,7 @@
 
 TEST_CASE("lumen models lists the models with their keys and defaults", "[cli][models]") {
     std::ostringstream out;
-    lumen::cli::print_models(out);
+    lumen::train::cli::print_models(out);
     const std::string text = out.str();
     for (const char* fragment : {"dgvit: DGViT", "vit: ViT", "ffn_expansion  4.0",
                                  "img_size       [28, 28]", "attn_type    \"mhsa\""}) {

@@ -99,18 +99,19 @@ TEST_CASE("volume_folder: lumen train, eval and predict classify volumes of any 
                              {"train", {{"epochs", 6}, {"threads", 1}}},
                              {"output", run_options(dir)}};
     std::ostringstream out;
-    REQUIRE(cli::run_train_command({write_json(dir, "vols.json", config)}, out) == 0);
+    REQUIRE(train::cli::run_train_command({write_json(dir, "vols.json", config)}, out) == 0);
     nlohmann::json summary = nlohmann::json::parse(read_all(dir.file("runs/vols/summary.json")));
     CHECK(summary["test_accuracy"].get<double>() >= 0.9);
     std::ostringstream eval;
-    REQUIRE(cli::run_eval_command({dir.file("runs/vols")}, eval) == 0);
+    REQUIRE(train::cli::run_eval_command({dir.file("runs/vols")}, eval) == 0);
     std::vector<std::string> rows = lines_of(dir.file("runs/vols/eval_test.csv"));
     REQUIRE(rows.size() == 25);
     CHECK(rows[0] == "case,label,predicted,p_i,p_j");
     std::ostringstream predict;
-    REQUIRE(cli::run_predict_command({dir.file("runs/vols"), dir.file("vols/test/i/v1.npy"),
-                                      dir.file("vols/test/j/v2.npy"), "--out", dir.file("pred")},
-                                     predict) == 0);
+    REQUIRE(
+        train::cli::run_predict_command({dir.file("runs/vols"), dir.file("vols/test/i/v1.npy"),
+                                         dir.file("vols/test/j/v2.npy"), "--out", dir.file("pred")},
+                                        predict) == 0);
     rows = lines_of(dir.file("pred/predictions.csv"));
     REQUIRE(rows.size() == 3);
     CHECK(rows[1].find("v1.npy,i,") != std::string::npos);
@@ -118,8 +119,9 @@ TEST_CASE("volume_folder: lumen train, eval and predict classify volumes of any 
 
     // data.resize needs one size per spatial dim.
     config["data"]["resize"] = {8, 8};
-    require_error([&] { cli::run_train_command({write_json(dir, "bad.json", config)}, out); },
-                  {"[config]", "data.resize [8, 8]", "one size per spatial dim (3)"});
+    require_error(
+        [&] { train::cli::run_train_command({write_json(dir, "bad.json", config)}, out); },
+        {"[config]", "data.resize [8, 8]", "one size per spatial dim (3)"});
 }
 
 TEST_CASE("a text run keeps its vocabulary for eval, resume and predict", "[cli][layouts]") {
@@ -139,7 +141,7 @@ TEST_CASE("a text run keeps its vocabulary for eval, resume and predict", "[cli]
         {"optim", {{"name", "adamw"}, {"lr", 0.003}}},
         {"train", {{"epochs", 2}, {"threads", 1}}},
         {"output", run_options(dir)}};
-    REQUIRE(cli::run_train_command({write_json(dir, "words.json", config)}, out) == 0);
+    REQUIRE(train::cli::run_train_command({write_json(dir, "words.json", config)}, out) == 0);
     const std::string vocab_path = dir.file("runs/words/vocab.txt");
     REQUIRE(fs::exists(vocab_path));
     const datasets::Vocabulary vocab = datasets::Vocabulary::load(vocab_path);
@@ -150,14 +152,14 @@ TEST_CASE("a text run keeps its vocabulary for eval, resume and predict", "[cli]
     std::ofstream(dir.file("text/train.csv"), std::ios::app)
         << "sports,zebra quokka narwhal axolotl okapi\n";
     std::ostringstream eval;
-    REQUIRE(cli::run_eval_command({dir.file("runs/words")}, eval) == 0);
+    REQUIRE(train::cli::run_eval_command({dir.file("runs/words")}, eval) == 0);
     CHECK(eval.str().find("200 examples") != std::string::npos);
     std::ofstream(dir.file("note.txt")) << "The keeper saved a penalty in the cup final.";
     std::ofstream(dir.file("batch.csv")) << "text\nA new recipe for bread\n\"Rain, then sun\"\n";
     std::ostringstream predict;
-    REQUIRE(cli::run_predict_command({dir.file("runs/words"), dir.file("note.txt"),
-                                      dir.file("batch.csv"), "--out", dir.file("pred")},
-                                     predict) == 0);
+    REQUIRE(train::cli::run_predict_command({dir.file("runs/words"), dir.file("note.txt"),
+                                             dir.file("batch.csv"), "--out", dir.file("pred")},
+                                            predict) == 0);
     std::vector<std::string> rows = lines_of(dir.file("pred/predictions.csv"));
     REQUIRE(rows.size() == 4);
     CHECK(rows[0] == "input,predicted,p_food,p_science,p_sports,p_travel");
@@ -166,7 +168,7 @@ TEST_CASE("a text run keeps its vocabulary for eval, resume and predict", "[cli]
     CHECK(rows[3].rfind(dir.file("batch.csv") + ":2,", 0) == 0);
     // Resuming reads the saved vocabulary too (the run continues, its file unchanged).
     config["train"]["epochs"] = 3;
-    REQUIRE(cli::run_train_command(
+    REQUIRE(train::cli::run_train_command(
                 {write_json(dir, "words3.json", config), "--resume", dir.file("runs/words")},
                 out) == 0);
     CHECK(datasets::Vocabulary::load(vocab_path).size() == vocab.size());
@@ -201,12 +203,12 @@ TEST_CASE("predictions of reoriented and resampled volumes return to the input's
                              {"train", {{"max_steps", 2}, {"threads", 1}}},
                              {"output", run_options(dir)}};
     std::ostringstream out;
-    REQUIRE(cli::run_train_command({write_json(dir, "grid.json", config)}, out) == 0);
+    REQUIRE(train::cli::run_train_command({write_json(dir, "grid.json", config)}, out) == 0);
     // organs_024 is stored flipped (LPS-like) with spacing 0.8 x 0.8 x 2.5 mm.
     const std::string input = dir.file("organs/imagesTs/organs_024.nii.gz");
     std::ostringstream predict;
-    REQUIRE(cli::run_predict_command({dir.file("runs/grid"), input, "--out", dir.file("pred")},
-                                     predict) == 0);
+    REQUIRE(train::cli::run_predict_command(
+                {dir.file("runs/grid"), input, "--out", dir.file("pred")}, predict) == 0);
     datasets::NiftiImage image = datasets::read_nifti(input);
     datasets::NiftiImage pred = datasets::read_nifti(dir.file("pred/organs_024_seg.nii.gz"));
     CHECK(pred.header.shape == image.header.shape);

@@ -38,7 +38,7 @@ nlohmann::json summary_of(const TempDir& dir, const std::string& name) {
 nn::Options resolved(std::initializer_list<std::string> sets) {
     train::RawConfig raw = train::RawConfig::parse(tiny_config_json("keys", 1), "test");
     for (const std::string& set : sets) raw.set(set);
-    return cli::resolve_training_config(raw);
+    return train::cli::resolve_training_config(raw);
 }
 
 }  // namespace
@@ -47,16 +47,16 @@ TEST_CASE("early stopping ends a run whose metric stops improving", "[cli][tasks
     TempDir dir("cli_early");
     std::ostringstream out;
     // A learning rate of 0: the test accuracy never improves after the first evaluation.
-    cli::run_train_command(run_args(dir, "early",
-                                    {"train.epochs=6", "train.early_stopping=2", "optim.lr=0",
-                                     "schedule.name=constant"}),
-                           out);
+    train::cli::run_train_command(run_args(dir, "early",
+                                           {"train.epochs=6", "train.early_stopping=2",
+                                            "optim.lr=0", "schedule.name=constant"}),
+                                  out);
     CHECK(summary_of(dir, "early")["epochs"] == 3);
     CHECK(out.str().find("early stopping: test_accuracy has not improved") != std::string::npos);
     // Early stopping needs a metric to watch.
     require_error(
         [&] {
-            cli::run_train_command(
+            train::cli::run_train_command(
                 run_args(dir, "early2", {"train.early_stopping=2", "checkpoint.best_metric=none"}),
                 out);
         },
@@ -65,13 +65,13 @@ TEST_CASE("early stopping ends a run whose metric stops improving", "[cli][tasks
 
 TEST_CASE("optim.lr_mult scales the learning rate of modules by name prefix", "[cli][tasks]") {
     nn::Options config = resolved({"optim.lr_mult=\"blocks.=0.1,head.=2\""});
-    cli::DataShape data;
+    train::cli::DataShape data;
     data.dataset = "synthetic";
     data.channels = 1;
     data.img_size = data.eval_size = {28, 28};
     data.num_classes = 10;
-    auto model = cli::build_model(config, data);
-    auto optimizer = cli::build_optimizer(config, *model);
+    auto model = train::cli::build_model(config, data);
+    auto optimizer = train::cli::build_optimizer(config, *model);
     std::map<double, size_t> counts;
     for (const train::ParamGroup& group : optimizer->param_groups()) {
         CHECK(group.lr == config.get_double("optim.lr") * group.lr_scale);
@@ -90,29 +90,29 @@ TEST_CASE("optim.lr_mult scales the learning rate of modules by name prefix", "[
     for (const train::ParamGroup& group : optimizer->param_groups())
         CHECK(group.lr == group.lr_scale);
     require_error(
-        [&] { cli::build_optimizer(resolved({"optim.lr_mult=\"backbone.=0.1\""}), *model); },
+        [&] { train::cli::build_optimizer(resolved({"optim.lr_mult=\"backbone.=0.1\""}), *model); },
         {"[config]", "no parameter name starts with 'backbone.'"});
     require_error(
-        [&] { cli::build_optimizer(resolved({"optim.lr_mult=\"blocks.=fast\""}), *model); },
+        [&] { train::cli::build_optimizer(resolved({"optim.lr_mult=\"blocks.=fast\""}), *model); },
         {"[config]", "'fast' is not a finite number"});
-    require_error([&] { cli::build_optimizer(resolved({"optim.lr_mult=blocks"}), *model); },
+    require_error([&] { train::cli::build_optimizer(resolved({"optim.lr_mult=blocks"}), *model); },
                   {"[config]", "prefix=factor"});
 }
 
 TEST_CASE("model.init_from starts a run from another run's weights", "[cli][tasks]") {
     TempDir dir("cli_init_from");
     std::ostringstream out;
-    cli::run_train_command(run_args(dir, "first", {}), out);
+    train::cli::run_train_command(run_args(dir, "first", {}), out);
     const std::string weights = dir.file("runs/first/model.safetensors");
     std::ostringstream second;
-    cli::run_train_command(
+    train::cli::run_train_command(
         run_args(dir, "second", {"model.init_from=\"" + weights + "\"", "train.max_steps=1"}),
         second);
     CHECK(second.str().find("init_from " + weights + ": loaded") != std::string::npos);
     // A file that does not fit the model is refused before training, naming the keys.
     require_error(
         [&] {
-            cli::run_train_command(
+            train::cli::run_train_command(
                 run_args(dir, "third",
                          {"model.init_from=\"" + weights + "\"", "model.embed_dim=32"}),
                 out);
@@ -123,27 +123,31 @@ TEST_CASE("model.init_from starts a run from another run's weights", "[cli][task
 TEST_CASE("task keys: the losses, tasks and metrics a config may name", "[cli][tasks]") {
     TempDir dir("cli_task_keys");
     std::ostringstream out;
-    require_error([&] { cli::run_train_command(run_args(dir, "a", {"loss.name=dice_ce"}), out); },
-                  {"[config]", "unknown classification loss 'dice_ce'", "cross_entropy"});
     require_error(
-        [&] { cli::run_train_command(run_args(dir, "b", {"loss.name=cross_entropi"}), out); },
+        [&] { train::cli::run_train_command(run_args(dir, "a", {"loss.name=dice_ce"}), out); },
+        {"[config]", "unknown classification loss 'dice_ce'", "cross_entropy"});
+    require_error(
+        [&] {
+            train::cli::run_train_command(run_args(dir, "b", {"loss.name=cross_entropi"}), out);
+        },
         {"did you mean 'cross_entropy'"});
     require_error(
-        [&] { cli::run_train_command(run_args(dir, "c", {"task.name=segmentation"}), out); },
+        [&] { train::cli::run_train_command(run_args(dir, "c", {"task.name=segmentation"}), out); },
         {"[config]", "task.name is segmentation", "classification examples"});
     require_error(
         [&] {
-            cli::run_train_command(run_args(dir, "d", {"checkpoint.best_metric=accuracy"}), out);
+            train::cli::run_train_command(run_args(dir, "d", {"checkpoint.best_metric=accuracy"}),
+                                          out);
         },
         {"checkpoint.best_metric must be auto, none or test_<metric>"});
     require_error(
         [&] {
-            cli::run_train_command(
+            train::cli::run_train_command(
                 run_args(dir, "e", {"schedule.name=utnet", "schedule.interval=step"}), out);
         },
         {"utnet", "schedule.interval must be epoch"});
     // The UTNet schedule per epoch, and a best checkpoint by another test metric.
-    cli::run_train_command(
+    train::cli::run_train_command(
         run_args(dir, "f",
                  {"schedule.name=utnet", "schedule.interval=epoch", "schedule.warmup=1",
                   "checkpoint.best_metric=test_balanced_accuracy"}),
@@ -156,12 +160,12 @@ TEST_CASE("task keys: the losses, tasks and metrics a config may name", "[cli][t
 }
 
 TEST_CASE("data.resize gives Fashion-MNIST-style splits another size", "[cli][tasks]") {
-    cli::DataSplits data = cli::build_data(resolved({"data.resize=[32, 32]"}));
+    train::cli::DataSplits data = train::cli::build_data(resolved({"data.resize=[32, 32]"}));
     CHECK(data.shape.img_size == std::vector<int64_t>{32, 32});
     data.train->start_epoch(0);
     std::optional<std::vector<Tensor>> batch = data.train->next();
     REQUIRE(batch);
     CHECK(batch->front().shape() == Shape{16, 1, 32, 32});
-    require_error([] { cli::build_data(resolved({"data.resize=[32]"})); },
+    require_error([] { train::cli::build_data(resolved({"data.resize=[32]"})); },
                   {"[config]", "data.resize [32]", "one size per spatial dim (2)"});
 }

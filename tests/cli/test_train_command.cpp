@@ -48,7 +48,7 @@ TEST_CASE("lumen train writes the run directory and lumen eval reads it back", "
     TempDir dir("cli_train");
     const std::string config = write_config(dir);
     std::ostringstream out;
-    CHECK(cli::run_train_command(args({config}, dir), out) == 0);
+    CHECK(train::cli::run_train_command(args({config}, dir), out) == 0);
     const std::string run = dir.file("runs/tiny");
     for (const char* name : {"config.json", "metrics.jsonl", "plot.svg", "summary.json",
                              "model.safetensors", "checkpoints/best.safetensors"}) {
@@ -71,19 +71,20 @@ TEST_CASE("lumen train writes the run directory and lumen eval reads it back", "
     CHECK(resolved["optim"]["name"] == "adamw");
 
     std::ostringstream eval;
-    CHECK(cli::run_eval_command({run}, eval) == 0);
+    CHECK(train::cli::run_eval_command({run}, eval) == 0);
     char expected[64];
     std::snprintf(expected, sizeof(expected), "accuracy %.4f",
                   summary["test_accuracy"].get<double>());
     CHECK(eval.str().find("test split: 64 examples") != std::string::npos);
     CHECK(eval.str().find(expected) != std::string::npos);
     std::ostringstream train_split;
-    cli::run_eval_command({run + "/checkpoints/best.safetensors", "--split", "train"}, train_split);
+    train::cli::run_eval_command({run + "/checkpoints/best.safetensors", "--split", "train"},
+                                 train_split);
     CHECK(train_split.str().find("train split: 128 examples") != std::string::npos);
 
     // A second run with the same name goes to tiny-2.
     std::ostringstream again;
-    cli::run_train_command(args({config, "--set", "train.epochs=1"}, dir), again);
+    train::cli::run_train_command(args({config, "--set", "train.epochs=1"}, dir), again);
     CHECK(fs::exists(dir.file("runs/tiny-2/summary.json")));
 }
 
@@ -92,14 +93,15 @@ TEST_CASE("lumen train --resume after a stop ends bit-identical to one run",
     TempDir dir("cli_resume");
     const std::string config = write_config(dir);
     std::ostringstream out;
-    cli::run_train_command(args({config, "--set", "name=whole"}, dir), out);
+    train::cli::run_train_command(args({config, "--set", "name=whole"}, dir), out);
     // The first half stops after 11 of 16 updates (inside epoch 2), as a kill would, leaving
     // its last checkpoint; the second half resumes from it.
-    cli::run_train_command(
+    train::cli::run_train_command(
         args({config, "--set", "name=split", "--set", "train.max_steps=11"}, dir), out);
     const std::string split = dir.file("runs/split");
     CHECK(nlohmann::json::parse(std::ifstream(split + "/summary.json"))["steps"] == 11);
-    cli::run_train_command(args({config, "--set", "name=split", "--resume", split}, dir), out);
+    train::cli::run_train_command(args({config, "--set", "name=split", "--resume", split}, dir),
+                                  out);
     auto whole = weights(dir.file("runs/whole/model.safetensors"));
     auto resumed = weights(split + "/model.safetensors");
     REQUIRE(whole.size() == resumed.size());
@@ -108,7 +110,7 @@ TEST_CASE("lumen train --resume after a stop ends bit-identical to one run",
         CHECK(values == resumed[name]);  // every bit
     }
     // Without CONFIG.json the run's stored config is used.
-    cli::run_train_command(args({"--resume", split, "--set", "train.epochs=3"}, dir), out);
+    train::cli::run_train_command(args({"--resume", split, "--set", "train.epochs=3"}, dir), out);
     CHECK(nlohmann::json::parse(std::ifstream(split + "/summary.json"))["epochs"] == 3);
 }
 
@@ -118,59 +120,61 @@ TEST_CASE("lumen train errors name the key, the file or both sides of a mismatch
     std::ostringstream out;
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "optim.lrr=1"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "optim.lrr=1"}, dir), out);
         },
         {"[config] --set: unknown key 'optim.lrr'; did you mean 'optim.lr'?"});
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "train.epochs=two"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "train.epochs=two"}, dir), out);
         },
         {"[config] --set: option 'train.epochs' expects an integer, got \"two\""});
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "model.in_chans=3"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "model.in_chans=3"}, dir), out);
         },
         {"[config] the data (synthetic) has channels 1", "model (dgvit) expects 3",
          "model.in_chans"});
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "model.img_size=[32,32]"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "model.img_size=[32,32]"}, dir),
+                                          out);
         },
         {"training examples of size [28, 28]", "expects [32, 32]", "model.img_size"});
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "model.num_classes=5"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "model.num_classes=5"}, dir), out);
         },
         {"classes 10", "expects 5", "model.num_classes"});
     require_error(
         [&] {
-            cli::run_train_command(args({config, "--set", "model.name=vitt"}, dir), out);
+            train::cli::run_train_command(args({config, "--set", "model.name=vitt"}, dir), out);
         },
         {"'model.name' must be one of context_swin, context_vit, dgt, dgvit",
          "did you mean \"vit\"?"});
     require_error(
         [&] {
-            cli::run_train_command({config, "--sett", "a=1"}, out);
+            train::cli::run_train_command({config, "--sett", "a=1"}, out);
         },
         {"[lumen]", "unknown option '--sett'"});
-    require_error([&] { cli::run_train_command({}, out); }, {"[lumen]", "CONFIG.json or --resume"});
-    require_error([&] { cli::run_train_command({dir.file("absent.json")}, out); },
+    require_error([&] { train::cli::run_train_command({}, out); },
+                  {"[lumen]", "CONFIG.json or --resume"});
+    require_error([&] { train::cli::run_train_command({dir.file("absent.json")}, out); },
                   {"[config]", "absent.json", "cannot open: No such file"});
     require_error(
         [&] {
-            cli::run_train_command({config, "--resume", dir.file("none")}, out);
+            train::cli::run_train_command({config, "--resume", dir.file("none")}, out);
         },
         {"[lumen]", "none/checkpoints holds no valid checkpoint"});
     if (!cuda_available())
         require_error(
             [&] {
-                cli::run_train_command(args({config, "--device", "cuda"}, dir), out);
+                train::cli::run_train_command(args({config, "--device", "cuda"}, dir), out);
             },
             {"[lumen]", "no CUDA device"});
-    require_error([&] { cli::run_eval_command({dir.file("none")}, out); },
+    require_error([&] { train::cli::run_eval_command({dir.file("none")}, out); },
                   {"[lumen]", "does not exist"});
     std::ostringstream help;
-    CHECK(cli::run_train_command({"--help"}, help) == 0);
+    CHECK(train::cli::run_train_command({"--help"}, help) == 0);
     CHECK(help.str().find("usage: lumen train") != std::string::npos);
 }
 
@@ -184,7 +188,7 @@ TEST_CASE("lumen train refuses out-of-range keys, escaping names and oversized m
         std::vector<std::string> a = args({config}, dir);
         a.insert(a.end(), extra.begin(), extra.end());
         INFO(a.back());
-        require_error([&] { cli::run_train_command(a, out); }, fragments);
+        require_error([&] { train::cli::run_train_command(a, out); }, fragments);
     };
     auto set = [&](const std::string& assignment, const std::vector<std::string>& fragments) {
         expect({"--set", assignment}, fragments);
@@ -225,7 +229,7 @@ TEST_CASE("a run that fails before its first update leaves no run directory",
     const std::string config = write_config(dir);
     std::ostringstream out;
     fault::arm("write", fault::Action::fail, 1);  // the first file the run writes
-    require_error([&] { cli::run_train_command(args({config}, dir), out); },
+    require_error([&] { train::cli::run_train_command(args({config}, dir), out); },
                   {"No space left on device"});
     fault::disarm();
     CHECK_FALSE(fs::exists(dir.file("runs/tiny")));

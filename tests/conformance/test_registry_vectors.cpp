@@ -6,7 +6,7 @@
 
 #include "conformance/op_vectors.h"
 
-using namespace lumen::cli;
+using namespace lumen::conformance;
 using Catch::Matchers::Contains;
 
 TEST_CASE("check-vectors: a whole model's config is the registry entry's options",

@@ -15,7 +15,7 @@
 namespace fs = std::filesystem;
 using namespace lumen;
 using lumen::testing::TempDir;
-using namespace lumen::cli;
+using namespace lumen::conformance;
 
 namespace {
 

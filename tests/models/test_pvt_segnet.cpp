@@ -224,8 +224,9 @@ TEST_CASE("PVTSegNet on CUDA: the network vectors pass and the GPU matches the C
                              "pvt_sa_tiny_in1_K3_ds_32x64", "pvt_la_tiny_in1_K3_ds_32x64",
                              "pvt_da_tiny_in1_K3_ds_32x64"}) {
         std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/gdla/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda());
-        INFO(cli::format_result(result));
+        conformance::VectorResult result =
+            conformance::check_vector_file(path, name, Device::cuda());
+        INFO(conformance::format_result(result));
         CHECK(result.passed);
     }
     for (const std::string decoder : {"gdla", "sa", "la", "da"}) {

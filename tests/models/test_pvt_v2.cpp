@@ -236,8 +236,9 @@ TEST_CASE("PVTv2 on CUDA: every PVT vector passes and the encoder matches the CP
           "pvt_block_sr4_C8_h1_9x11", "pvt_block_linear_C16_h2_10x6", "pvt_block_linear_C16_h2_4x5",
           "pvt_stage_downsample_10x12", "pvtv2_tiny_64x64", "pvtv2_tiny_li_64x96"}) {
         std::string path = std::string(LUMEN_TEST_DATA) + "/oracle/gdla/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cuda());
-        INFO(cli::format_result(result));
+        conformance::VectorResult result =
+            conformance::check_vector_file(path, name, Device::cuda());
+        INFO(conformance::format_result(result));
         CHECK(result.passed);
     }
     for (bool linear : {false, true}) {

@@ -496,8 +496,9 @@ TEST_CASE("normalization: adapters read PyTorch's keyword arguments", "[ops][nor
         save_safetensors(
             path, tensors,
             {{"module", c.module}, {"config", c.config}, {"rtol", "1e-4"}, {"atol", "1e-5"}});
-        cli::VectorResult result = cli::check_vector_file(path, c.module, Device::cpu());
-        INFO(cli::format_result(result));
+        conformance::VectorResult result =
+            conformance::check_vector_file(path, c.module, Device::cpu());
+        INFO(conformance::format_result(result));
         CHECK(result.passed);
     }
 }

@@ -120,8 +120,9 @@ void require_oracle_vectors(const std::vector<std::string>& names, const std::st
     for (const std::string& name : names) {
         std::string path =
             std::string(LUMEN_TEST_DATA) + "/oracle/" + group + "/" + name + ".safetensors";
-        cli::VectorResult result = cli::check_vector_file(path, name, Device::cpu());
-        INFO(cli::format_result(result));
+        conformance::VectorResult result =
+            conformance::check_vector_file(path, name, Device::cpu());
+        INFO(conformance::format_result(result));
         CHECK(result.passed);
     }
 }

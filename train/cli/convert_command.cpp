@@ -15,7 +15,7 @@
 #include "datasets/nifti.h"
 #include "datasets/npy.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -282,4 +282,4 @@ int run_make_demo_command(const std::vector<std::string>& args, std::ostream& ou
     return 0;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

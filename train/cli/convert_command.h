@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // Converting to safetensors writes tensor "image" (and for NIfTI "affine", float64 4x4 as
 // nibabel's img.affine); "image" is float32 unless --keep-dtype: for NIfTI the values and shape
@@ -20,4 +20,4 @@ int run_inspect_command(const std::vector<std::string>& args, std::ostream& out)
 // `lumen make-demo NAME --out DIR [--seed N]` (datasets/demo.h).
 int run_make_demo_command(const std::vector<std::string>& args, std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -13,7 +13,7 @@
 #include "ops/reduce.h"
 #include "train/cli/experiment.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -165,4 +165,4 @@ int run_data_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // lumen data CONFIG.json [--set key=value ...] [--split train|val|test] [--count N] [--out DIR]
 // Examples of the train split get the training transforms (random ones seeded as the loader
@@ -18,4 +18,4 @@ namespace lumen::cli {
 // Throws lumen::Error for bad arguments, configs or data.
 int run_data_command(const std::vector<std::string>& args, std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

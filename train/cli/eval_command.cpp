@@ -26,7 +26,7 @@
 #include "train/cli/experiment.h"
 #include "train/cli/train_command.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace fs = std::filesystem;
 
@@ -346,4 +346,4 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
     return 0;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

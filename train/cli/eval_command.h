@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // lumen eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] [--threads N]
 // Evaluates the latest checkpoint of a run (or the given checkpoint file) with the config
@@ -25,4 +25,4 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out);
 // probability per class).
 int run_predict_command(const std::vector<std::string>& args, std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

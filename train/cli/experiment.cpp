@@ -19,7 +19,7 @@
 #include "train/pretrained.h"
 #include "train/schedule_basic.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -503,4 +503,4 @@ std::shared_ptr<train::LRSchedule> build_schedule(const nn::Options& config,
                             [&] { return make_schedule(config, steps_per_epoch); });
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

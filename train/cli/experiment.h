@@ -20,7 +20,7 @@
 #include "train/task.h"
 #include "train/trainer.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // Runs a builder; a library error from it ("[AdamW] lr must be ...") becomes a [config] error
 // that also names the config keys it came from, so the user knows what to change.
@@ -149,4 +149,4 @@ std::unique_ptr<train::Optimizer> build_optimizer(const nn::Options& config, nn:
 std::shared_ptr<train::LRSchedule> build_schedule(const nn::Options& config,
                                                   int64_t steps_per_epoch);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -12,7 +12,7 @@
 #include "ops/random.h"
 #include "train/cli/experiment.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -246,4 +246,4 @@ std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
     return make_source(config, data, false);
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -12,7 +12,7 @@
 #include "datasets/spatial.h"
 #include "train/cli/experiment.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -297,4 +297,4 @@ std::shared_ptr<const datasets::Dataset> cached(const nn::Options& config,
     return std::make_shared<datasets::CachedDataset>(std::move(data), mib << 20);
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

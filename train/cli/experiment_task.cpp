@@ -6,7 +6,7 @@
 #include "models/registry.h"
 #include "train/cli/experiment.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace {
 
@@ -174,4 +174,4 @@ std::string best_metric(const nn::Options& config, const train::Task& task) {
     return best;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

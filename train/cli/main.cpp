@@ -102,7 +102,8 @@ int run_check_vectors(const std::vector<std::string>& args) {
         }
     }
     LUMEN_CHECK(!paths.empty(), "lumen", "check-vectors needs a file or directory PATH");
-    lumen::cli::CheckSummary summary = lumen::cli::check_vectors(paths, device, std::cout);
+    lumen::conformance::CheckSummary summary =
+        lumen::conformance::check_vectors(paths, device, std::cout);
     return summary.failed > 0 ? 1 : 0;
 }
 
@@ -116,17 +117,17 @@ int run(const std::vector<std::string>& args) {
     }
     if (command == "check-vectors") return run_check_vectors(rest);
     if (command == "info") return run_info(rest);
-    if (command == "train") return lumen::cli::run_train_command(rest, std::cout);
-    if (command == "eval") return lumen::cli::run_eval_command(rest, std::cout);
-    if (command == "predict") return lumen::cli::run_predict_command(rest, std::cout);
-    if (command == "convert") return lumen::cli::run_convert_command(rest, std::cout);
-    if (command == "data") return lumen::cli::run_data_command(rest, std::cout);
-    if (command == "inspect") return lumen::cli::run_inspect_command(rest, std::cout);
-    if (command == "make-demo") return lumen::cli::run_make_demo_command(rest, std::cout);
+    if (command == "train") return lumen::train::cli::run_train_command(rest, std::cout);
+    if (command == "eval") return lumen::train::cli::run_eval_command(rest, std::cout);
+    if (command == "predict") return lumen::train::cli::run_predict_command(rest, std::cout);
+    if (command == "convert") return lumen::train::cli::run_convert_command(rest, std::cout);
+    if (command == "data") return lumen::train::cli::run_data_command(rest, std::cout);
+    if (command == "inspect") return lumen::train::cli::run_inspect_command(rest, std::cout);
+    if (command == "make-demo") return lumen::train::cli::run_make_demo_command(rest, std::cout);
     if (command == "models") {
         LUMEN_CHECK(rest.empty() || is_help(rest[0]), "lumen", "'models' takes no arguments, got '",
                     rest.empty() ? "" : rest[0], "'");
-        lumen::cli::print_models(std::cout);
+        lumen::train::cli::print_models(std::cout);
         return 0;
     }
     LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");

@@ -6,7 +6,7 @@
 
 #include "models/registry.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 void print_models(std::ostream& out) {
     out << "Models (set with \"model\": {\"name\": NAME, KEY: VALUE, ...} in a config, or\n"
@@ -37,4 +37,4 @@ void print_models(std::ostream& out) {
     }
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -3,10 +3,10 @@
 
 #include <ostream>
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // Prints every registered model: its name and description, then one line per key (the
 // config's "model" section) with its type, default and help.
 void print_models(std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -16,7 +16,7 @@
 #include "train/checkpoint.h"
 #include "train/cli/experiment.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 namespace fs = std::filesystem;
 
@@ -182,4 +182,4 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
 }
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli

@@ -12,7 +12,7 @@
 #include "nn/options.h"
 #include "train/config.h"
 
-namespace lumen::cli {
+namespace lumen::train::cli {
 
 // lumen train [CONFIG.json] [--set key=value ...] [--resume RUN_DIR] [--device cpu|cuda]
 //             [--threads N]
@@ -41,4 +41,4 @@ Device setup_runtime(const nn::Options& config);
 // The newest valid checkpoint of a run; each damaged newer one is named in a warning on `out`.
 std::string latest_checkpoint(const std::string& run_dir, std::ostream& out);
 
-}  // namespace lumen::cli
+}  // namespace lumen::train::cli
