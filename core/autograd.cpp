@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/profiler.h"
+
 namespace lumen {
 
 // Gradient accumulation is the elementwise add of ops/ (the one place core calls into ops).
@@ -177,6 +179,8 @@ void run_engine(EngineTask& task) {
                 Tensor& slot = (*task.captured)[it->second];
                 slot = slot.defined() ? add_grads(slot, grad_out) : grad_out;
             }
+            profiler::NamedScope profile(
+                profiler::Kind::backward, [&] { return node->name() + " backward"; }, &grad_out);
             grads = node->apply(grad_out);
             grad_out = Tensor();
         }

@@ -52,6 +52,7 @@ void check_not_grad_leaf(const Tensor& t, const char* op) {
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
+    profiler::Scope profile(profiler::Kind::op, "copy_", src);
     check_not_grad_leaf(*this, "copy_");
     LUMEN_CHECK(broadcast_shapes(src.shape(), shape(), "copy_") == shape(), "copy_",
                 "source of shape ", src.shape(), " cannot broadcast to destination shape ", shape());

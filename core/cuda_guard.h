@@ -10,15 +10,18 @@
 // sees a CUDA tensor knows the backend is linked.
 //
 // LUMEN_DISPATCH(tensor, kernel, args...) is the one line with which an op runs a kernel on the
-// tensor's device: cuda::kernel(args...) for a CUDA tensor, cpu::kernel(args...) otherwise.
+// tensor's device: cuda::kernel(args...) for a CUDA tensor, cpu::kernel(args...) otherwise,
+// inside a profiler scope named after the kernel (core/profiler.h; one relaxed load when off).
 #pragma once
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 #define LUMEN_CUDA_API __attribute__((weak))
 
-#define LUMEN_DISPATCH(tensor, kernel, ...) \
-    ((tensor).is_cuda() ? cuda::kernel(__VA_ARGS__) : cpu::kernel(__VA_ARGS__))
+#define LUMEN_DISPATCH(tensor, fn, ...)                                      \
+    (::lumen::profiler::Scope(::lumen::profiler::Kind::kernel, #fn, tensor), \
+     (tensor).is_cuda() ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__))
 
 // For ops whose CUDA kernel does not exist yet: a clear error, never a silent CPU fallback.
 #define LUMEN_NO_CUDA_KERNEL(op) \

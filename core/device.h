@@ -50,6 +50,11 @@ std::string cpu_code_info();
 namespace cuda {
 LUMEN_CUDA_API int device_count();
 LUMEN_CUDA_API void synchronize();
+// CUDA events for the profiler (core/profiler.h): one created and recorded now on the current
+// device's stream; the milliseconds from start to end (waits for end); destroy.
+LUMEN_CUDA_API void* timing_event_record();
+LUMEN_CUDA_API float timing_event_elapsed_ms(void* start, void* end);
+LUMEN_CUDA_API void timing_event_destroy(void* event);
 }  // namespace cuda
 
 }  // namespace lumen

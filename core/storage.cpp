@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace lumen {
 
@@ -133,6 +134,7 @@ void cpu_reset_peak_memory_stats() {
 }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
+    profiler::on_allocate(nbytes);
     if (device.is_cpu()) {
         data_ = cpu_allocate(nbytes);
     } else {

@@ -17,6 +17,7 @@
 #include <cxxabi.h>
 
 #include "core/error.h"
+#include "core/profiler.h"
 #include "nn/module.h"
 
 namespace lumen::nn {
@@ -44,7 +45,9 @@ class Holder {
     // conv1(x, ...) is conv1->forward(x, ...), with any of M's forward overloads.
     template <typename... Args>
     decltype(auto) operator()(Args&&... args) const {
-        return checked().forward(std::forward<Args>(args)...);
+        M& module = checked();
+        profiler::NamedScope profile(profiler::Kind::module, [&] { return module.type_name(); });
+        return module.forward(std::forward<Args>(args)...);
     }
     // Member access and dereference; both throw [nn::Holder<M>] when the holder is empty.
     M* operator->() const { return &checked(); }

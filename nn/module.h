@@ -29,6 +29,9 @@ struct LoadReport {
     bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
 };
 
+template <typename M>
+class Holder;  // nn/holder.h
+
 class Module {
   public:
     // `type_name` is the class name shown in messages and str() ("Linear", "ViTBlock").
@@ -110,6 +113,12 @@ class Module {
     template <typename M>
     std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
         add_child(name, module);
+        return module;
+    }
+    // The same for a holder (nn/holder.h), as libtorch's register_module takes its holders.
+    template <typename M>
+    Holder<M> register_module(const std::string& name, const Holder<M>& module) {
+        add_child(name, module.ptr());
         return module;
     }
     // Replaces a registered buffer's value (a buffer that is reassigned, not updated in

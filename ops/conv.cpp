@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/conv_kernels.h"
 
 namespace lumen {
@@ -94,6 +95,7 @@ void run_add_bias(const char* op, const Tensor& y, const Tensor& bias) {
 // grad_x = conv^T(grad_y, weight); grad_weight = sum_b grad_y im2col(x)^T; grad_bias = sum grad_y.
 Tensor conv_recorded(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
                      const ConvShape& s, const Shape& out_shape) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     Tensor xc = contiguous_no_grad(x), wc = contiguous_no_grad(weight);
     Tensor bc = contiguous_no_grad(bias);
     Tensor y = empty(out_shape, x.dtype(), x.device());

@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/dropout_kernels.h"
 #include "ops/elementwise.h"
 #include "ops/random.h"
@@ -28,6 +29,7 @@ void check_float(const Tensor& x, const char* op) {
 
 Tensor dropout(const Tensor& input, double p, bool training, Generator* generator) {
     const char* op = "dropout";
+    profiler::Scope profile(profiler::Kind::op, op, input);
     check_float(input, op);
     check_probability(p, "p", op);
     if (!training || p == 0.0) return input;

@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/reduce.h"
 
@@ -32,6 +33,7 @@ void unary_backward_kernel(UnaryOp op, const UnaryParams& params, const Tensor& 
 // y = op(x) with a fused backward kernel. Float-only ops compute integer inputs in float32.
 Tensor unary(UnaryOp op, const char* name, const Tensor& x, UnaryParams params = {},
              bool float_only = true) {
+    profiler::Scope profile(profiler::Kind::op, name, x);
     LUMEN_CHECK(x.defined(), name, "got an undefined tensor");
     Tensor input = float_only && !x.is_floating_point() ? x.to(DType::float32) : x;
     Tensor y = empty(input.shape(), input.dtype(), input.device());
@@ -59,6 +61,7 @@ DType binary_dtype(BinaryOp op, const Tensor& a, const Tensor& b) {
 // Returns the output; a_out/b_out receive the converted operands for the backward.
 Tensor binary_forward(BinaryOp op, const char* name, const Tensor& a, const Tensor& b,
                       Tensor& a_out, Tensor& b_out) {
+    profiler::Scope profile(profiler::Kind::op, name, a);
     LUMEN_CHECK(a.defined() && b.defined(), name, "got an undefined tensor");
     check_same_device(name, {a, b});
     Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
@@ -291,6 +294,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 // ---- selection ----
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+    profiler::Scope profile(profiler::Kind::op, "where", a);
     LUMEN_CHECK(condition.defined() && a.defined() && b.defined(), "where", "got an undefined tensor");
     LUMEN_CHECK(condition.dtype() == DType::bool_, "where", "condition must be bool, got ",
                 condition.dtype());

@@ -7,6 +7,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/fft_kernels.h"
 
 namespace lumen {
@@ -30,6 +31,7 @@ double norm_scale(const std::string& norm, int64_t n, bool inverse, const char* 
 
 // rfft along the last dim of x: (..., length) -> (..., n/2 + 1, 2).
 Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
+    profiler::Scope profile(profiler::Kind::op, "rfft", x);
     Tensor input;
     {
         NoGradGuard no_grad;
@@ -55,6 +57,7 @@ Tensor rfft_rows(const Tensor& x, int64_t n, double scale) {
 
 // irfft along dim -2 of x (..., length, 2) -> (..., n).
 Tensor irfft_rows(const Tensor& x, int64_t n, double scale) {
+    profiler::Scope profile(profiler::Kind::op, "irfft", x);
     Tensor input;
     {
         NoGradGuard no_grad;
@@ -130,6 +133,7 @@ Tensor irfft(const Tensor& x, std::optional<int64_t> n, int64_t dim, const std::
 }
 
 Tensor fftconv(const Tensor& u, const Tensor& k, const Tensor& D) {
+    profiler::Scope profile(profiler::Kind::op, "fftconv", u);
     constexpr const char* op = "fftconv";
     check_same_device(op, {u, k, D});
     check_floating(u, op);

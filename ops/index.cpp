@@ -9,6 +9,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/elementwise.h"
 #include "ops/index_kernels.h"
 
@@ -76,6 +77,7 @@ void index_add_into(const Tensor& out, const Tensor& index, const Tensor& source
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+    profiler::Scope profile(profiler::Kind::op, "gather", x);
     const char* op = "gather";
     check_same_device(op, {x, index});
     check_index_dtype(index, op);
@@ -100,6 +102,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+    profiler::Scope profile(profiler::Kind::op, "scatter_add", x);
     const char* op = "scatter_add";
     check_same_device(op, {x, index, src});
     check_index_dtype(index, op);
@@ -154,6 +157,7 @@ void check_vector_index(const Tensor& index, int d, int64_t size, const char* op
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     const char* op = "index_select";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_same_device(op, {x, index});
     int d = wrap_dim(dim, x.ndim(), op);
     if (x.ndim() == 0) {
@@ -176,6 +180,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                  double alpha) {
     const char* op = "index_add";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_same_device(op, {x, index, source});
     int d = wrap_dim(dim, x.ndim(), op);
     if (x.ndim() == 0)
@@ -208,6 +213,7 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
     const char* op = "embedding";
+    profiler::Scope profile(profiler::Kind::op, op, weight);
     check_same_device(op, {weight, indices});
     LUMEN_CHECK(weight.ndim() == 2, op,
                 "weight must be 2-D (num_embeddings, embedding_dim), got "
@@ -273,6 +279,7 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes) {
     const char* op = "one_hot";
+    profiler::Scope profile(profiler::Kind::op, op, indices);
     check_index_dtype(indices, op, "indices");
     LUMEN_CHECK(num_classes >= -1, op, "num_classes must be -1 or non-negative, got ", num_classes);
     if (indices.numel() > 0) {

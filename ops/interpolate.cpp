@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/interpolate_kernels.h"
 #include "ops/pool.h"
 
@@ -68,6 +69,7 @@ Tensor area(const Tensor& x, const Dims& out) {
 Tensor interpolate(const Tensor& x, const Dims& size, const std::vector<double>& scale_factor,
                    const std::string& mode, std::optional<bool> align_corners,
                    std::optional<bool> recompute_scale_factor) {
+    profiler::Scope profile(profiler::Kind::op, kOp, x);
     check_arguments(x, size, scale_factor, mode, align_corners, recompute_scale_factor);
     int spatial = int(x.ndim()) - 2;
     InterpolateGeometry g;

@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/layout_kernels.h"
 
 namespace lumen {
@@ -70,6 +71,7 @@ Tensor roll(const Tensor& x, const std::vector<int64_t>& shifts, const std::vect
 
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
     const char* op = "flip";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     uint32_t flipped = 0;
     for (int64_t dim : dims) {
         int d = wrap_dim(dim, x.ndim(), op);
@@ -110,6 +112,7 @@ namespace {
 
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
     const char* op = lower ? "tril" : "triu";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     LUMEN_CHECK(x.ndim() >= 2, op, "expects at least 2 dims (.., rows, cols), got shape ",
                 x.shape());
     Tensor out = empty(x.shape(), x.dtype(), x.device());
@@ -198,6 +201,7 @@ namespace {
 
 // The running sum along d (from the end when reverse) of a contiguous copy of x.
 Tensor running_sum(const Tensor& x, int d, bool reverse, const char* op) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     DType out_dtype = is_floating(x.dtype()) ? x.dtype() : DType::int64;
     Tensor out = empty(x.shape(), out_dtype, x.device());
     Tensor input = plain_contiguous(x);

@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/loss_kernels.h"
 #include "ops/reduce.h"
 
@@ -135,6 +136,7 @@ GradScale grad_scale(const Tensor& grad_out, Reduction reduction, double divisor
 // cross_entropy / nll_loss with class-index targets.
 Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                         const ClassLossOptions& options, Reduction reduction, const char* op) {
+    profiler::Scope profile(profiler::Kind::op, op, input);
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), t = contiguous_data(target), w = contiguous_data(weight);
     bool record = needs_recording({input});
@@ -176,6 +178,7 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
 Tensor class_probability_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                               double label_smoothing, Reduction reduction) {
     const char* op = "cross_entropy";
+    profiler::Scope profile(profiler::Kind::op, op, input);
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), q = contiguous_data(target), w = contiguous_data(weight);
     bool need_x = needs_recording({input}), need_q = needs_recording({target});
@@ -271,6 +274,7 @@ Shape pointwise_shape(const PointwiseSpec& spec, const Tensor& input, const Tens
 Tensor pointwise_loss(const PointwiseSpec& spec, const Tensor& input, const Tensor& target,
                       const Tensor& weight, const Tensor& pos_weight, Reduction reduction) {
     const char* op = spec.op;
+    profiler::Scope profile(profiler::Kind::op, op, input);
     Shape shape = pointwise_shape(spec, input, target, weight, pos_weight);
     Tensor x, y;
     {

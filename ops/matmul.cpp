@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/matmul_kernels.h"
 #include "ops/reduce.h"
 
@@ -153,6 +154,7 @@ void set_matmul_allow_tf32(bool allow) { allow_tf32.store(allow); }
 bool matmul_allow_tf32() { return allow_tf32.load(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+    profiler::Scope profile(profiler::Kind::op, "matmul", a);
     check_operands("matmul", a, b);
     int64_t inner_a = a.size(-1), inner_b = b.ndim() == 1 ? b.size(0) : b.size(-2);
     LUMEN_CHECK(inner_a == inner_b, "matmul", "shapes ", a.shape(), " and ", b.shape(),
@@ -173,6 +175,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    profiler::Scope profile(profiler::Kind::op, "linear", x);
     check_operands("linear", x, weight);
     LUMEN_CHECK(weight.ndim() == 2, "linear",
                 "weight must be (out_features, in_features), got shape ", weight.shape());

@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/elementwise.h"
 #include "ops/norm_kernels.h"
 
@@ -119,6 +120,7 @@ void channel_backward_kernel(const char* op, const ChannelNormLayout& layout, co
 // saved mean/rstd have x's dtype, float32 for half inputs (CUDA).
 Tensor row_norm(const char* op, const Tensor& x_in, const RowNormLayout& layout,
                 const Tensor& weight, const Tensor& bias, double eps) {
+    profiler::Scope profile(profiler::Kind::op, op, x_in);
     Tensor x = contiguous_or_null(x_in);
     Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
@@ -152,6 +154,7 @@ Tensor row_norm(const char* op, const Tensor& x_in, const RowNormLayout& layout,
 Tensor channel_norm(const char* op, const Tensor& x_in, const ChannelNormLayout& layout,
                     const Tensor& mean, const Tensor& var, bool batch_stats, const Tensor& weight,
                     const Tensor& bias, double eps) {
+    profiler::Scope profile(profiler::Kind::op, op, x_in);
     Tensor x = contiguous_or_null(x_in);
     Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
     Tensor y = empty(x.shape(), x.dtype(), x.device());
@@ -268,6 +271,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
                      const Tensor& weight, const Tensor& bias, bool use_input_stats,
                      double momentum, double eps) {
     const char* op = "instance_norm";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_input(x, op);
     LUMEN_CHECK(x.ndim() >= 3, op, "expected an input of shape (N, C, *spatial) with at least one ",
                 "spatial dim, got ", x.shape());
@@ -315,6 +319,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps) {
     const char* op = "batch_norm";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_input(x, op);
     LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op,
                 "expected an input of shape (N, C), (N, C, L), ",
@@ -347,6 +352,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 
 Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
     const char* op = "seq_norm";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_input(x, op);
     LUMEN_CHECK(x.ndim() == 3, op, "expected an input of shape (B, N, D), got ", x.shape());
     int64_t features = x.size(2);
@@ -369,6 +375,7 @@ Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
 
 Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
     const char* op = "normalize";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_input(x, op);
     LUMEN_CHECK(std::isfinite(p) && p >= 1.0, op, "p must be finite and >= 1, got ", p);
     LUMEN_CHECK(x.ndim() >= 1, op, "expected an input with at least one dim, got a 0-d tensor");

@@ -6,6 +6,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/pad_kernels.h"
 
 namespace lumen {
@@ -87,6 +88,7 @@ PadGeometry geometry_of(const Tensor& x, const Dims& pads, const std::string& mo
 }  // namespace
 
 Tensor pad(const Tensor& x, const Dims& pad, const std::string& mode, std::optional<double> value) {
+    profiler::Scope profile(profiler::Kind::op, kOp, x);
     LUMEN_CHECK(x.ndim() >= 1, kOp, "expects an input with at least one dim, got a 0-d tensor");
     PadGeometry g = geometry_of(x, pad, mode, value);
     Tensor input;

@@ -7,6 +7,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/pool_kernels.h"
 
 namespace lumen {
@@ -122,6 +123,7 @@ void record_max_backward(const char* op, const Tensor& x, const Tensor& y, const
 ValuesIndices max_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel_size,
                        const Dims& stride, const Dims& padding, const Dims& dilation,
                        bool ceil_mode) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     PoolGeometry g =
         window_geometry(x, spatial, op, kernel_size, stride, padding, dilation, ceil_mode);
     Tensor input = contiguous_input(x);
@@ -135,6 +137,7 @@ ValuesIndices max_pool(const Tensor& x, int spatial, const char* op, const Dims&
 
 ValuesIndices adaptive_max_pool(const Tensor& x, int spatial, const char* op,
                                 const Dims& output_size) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     PoolGeometry g = adaptive_geometry(x, spatial, op, output_size);
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());
@@ -148,6 +151,7 @@ ValuesIndices adaptive_max_pool(const Tensor& x, int spatial, const char* op,
 Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel_size,
                 const Dims& stride, const Dims& padding, bool ceil_mode, bool count_include_pad,
                 std::optional<int64_t> divisor_override) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     LUMEN_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must not be 0");
     PoolGeometry g = window_geometry(x, spatial, op, kernel_size, stride, padding, {1}, ceil_mode);
     int64_t divisor = divisor_override.value_or(0);
@@ -167,6 +171,7 @@ Tensor avg_pool(const Tensor& x, int spatial, const char* op, const Dims& kernel
 }
 
 Tensor adaptive_avg_pool(const Tensor& x, int spatial, const char* op, const Dims& output_size) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     PoolGeometry g = adaptive_geometry(x, spatial, op, output_size);
     Tensor input = contiguous_input(x);
     Tensor y = empty(output_shape(x, spatial, g), x.dtype(), x.device());

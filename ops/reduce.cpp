@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/reduce_kernels.h"
@@ -119,6 +120,7 @@ void check_floating(const Tensor& x, const char* op) {
 
 // amax/amin and the whole-tensor max/min; the gradient is split equally among tied extrema.
 Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, const char* op) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     uint32_t mask = dims_mask(x, dims, op);
     LUMEN_CHECK(reduced_count(x.shape(), mask) > 0, op, "cannot reduce over zero elements: dims ",
                 mask_dims(mask, x.ndim()), " of shape ", x.shape(), " are empty");
@@ -141,6 +143,7 @@ Tensor extremum(const Tensor& x, const Dims& dims, bool keepdim, bool is_max, co
 // max/min along one dim with indices; records no gradient (max/min do).
 ValuesIndices arg_extremum(const Tensor& x, int64_t dim, bool keepdim, bool is_max,
                            const char* op) {
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_half_on_cuda(x, op);
     int d = wrap_dim(dim, x.ndim(), op);
     uint32_t mask = dims_mask(x, {dim}, op);
@@ -182,6 +185,7 @@ ValuesIndices max_or_min(const Tensor& x, int64_t dim, bool keepdim, bool is_max
 Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepdim,
                 bool take_sqrt) {
     const char* op = take_sqrt ? "std" : "var";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     check_floating(x, op);
     uint32_t mask = dims_mask(x, dims, op);
     Output out = make_output(x, mask, x.dtype(), op);
@@ -206,6 +210,7 @@ Tensor variance(const Tensor& x, const Dims& dims, double correction, bool keepd
 }  // namespace
 
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
+    profiler::Scope profile(profiler::Kind::op, "sum", x);
     uint32_t mask = dims_mask(x, dims, "sum");
     DType dtype = x.is_floating_point() ? x.dtype() : DType::int64;
     Output out = make_output(x, mask, dtype, "sum");
@@ -220,6 +225,7 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+    profiler::Scope profile(profiler::Kind::op, "mean", x);
     check_floating(x, "mean");
     uint32_t mask = dims_mask(x, dims, "mean");
     Output out = make_output(x, mask, x.dtype(), "mean");
@@ -281,6 +287,7 @@ Tensor std(const Tensor& x, const Dims& dims, double correction, bool keepdim) {
 }
 
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
+    profiler::Scope profile(profiler::Kind::op, "logsumexp", x);
     check_floating(x, "logsumexp");
     uint32_t mask = dims_mask(x, dims, "logsumexp");
     Output out = make_output(x, mask, x.dtype(), "logsumexp");
@@ -296,6 +303,7 @@ Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim) {
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
+    profiler::Scope profile(profiler::Kind::op, "sum_to", x);
     if (x.shape() == shape) return x;
     LUMEN_CHECK(x.ndim() <= kMaxDims, "sum_to", "supports at most ", kMaxDims, " dims, got shape ",
                 x.shape());

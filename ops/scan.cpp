@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/scan_kernels.h"
 
 namespace lumen {
@@ -66,6 +67,7 @@ const void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : 
 Tensor selective_scan(const Tensor& u, const Tensor& delta, const Tensor& A, const Tensor& Bm,
                       const Tensor& Cm, const Tensor& D, const Tensor& z, const Tensor& delta_bias,
                       bool delta_softplus) {
+    profiler::Scope profile(profiler::Kind::op, kOp, u);
     check_same_device(kOp, {u, delta, A, Bm, Cm, D, z, delta_bias});
     check_inputs(u, delta, A, Bm, Cm, D, z, delta_bias);
     const int64_t batch = u.size(0), channels = u.size(1), length = u.size(2);

@@ -5,6 +5,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "core/profiler.h"
 #include "ops/softmax_kernels.h"
 
 namespace lumen {
@@ -13,6 +14,7 @@ namespace {
 
 Tensor softmax_along(const Tensor& x, int64_t dim, bool log) {
     const char* op = log ? "log_softmax" : "softmax";
+    profiler::Scope profile(profiler::Kind::op, op, x);
     bool half = x.dtype() == DType::float16 || x.dtype() == DType::bfloat16;
     LUMEN_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64 || (half && x.is_cuda()),
                 op, "expects a float32 or float64 tensor (float16/bfloat16 on CUDA), got a ",

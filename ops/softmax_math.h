@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "core/philox.h"  // LUMEN_HOST_DEVICE
+#include "core/strided.h"  // LUMEN_HOST_DEVICE
 
 namespace lumen::softmax_math {
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -169,6 +170,7 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
         micro = last ? 0 : micro + 1;
         if (!last) continue;
         ++step_;
+        profile_update();
         batch_in_epoch_ = b + 1;
         const double lr = optimizer_->param_groups()[0].lr;
         progress.step(loss, lr);
@@ -327,6 +329,7 @@ TrainSummary Trainer::fit() {
     progress.message(head.str());
     while (epoch_ < options_.epochs)
         if (!train_epoch(log, progress)) break;
+    finish_profile();  // a run shorter than the profiled steps
     TrainSummary summary;
     finish(summary);
     summary.wall_seconds = seconds_since(start);
@@ -345,6 +348,34 @@ TrainSummary Trainer::fit() {
                                 {"task", options_.task->kind()}});
     print_summary_table(summary);
     return summary;
+}
+
+void Trainer::profile_update() {
+    if (options_.profile_steps <= 0 || profiled_) return;
+    ++updates_this_fit_;
+    if (!profiler_) {
+        if (updates_this_fit_ == 1) profiler_ = std::make_unique<Profiler>();
+        return;
+    }
+    profiler_->step();
+    if (profiler_->steps() >= options_.profile_steps) finish_profile();
+}
+
+void Trainer::finish_profile() {
+    if (!profiler_) return;
+    profiler_->stop();
+    profiled_ = true;
+    std::ostringstream table;
+    profiler_->print_table(table);
+    const std::string text = options_.run_dir + "/profile.txt";
+    const std::string trace = options_.run_dir + "/profile.json";
+    std::ofstream file(text);
+    file << table.str();
+    LUMEN_CHECK(file.good(), "Trainer", "cannot write the profile to '", text, "'");
+    profiler_->write_chrome_trace(trace);
+    out_ << table.str() << "profile: table in " << text << ", trace in " << trace
+         << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+    profiler_.reset();
 }
 
 void Trainer::finish(TrainSummary& summary) {
@@ -383,8 +414,8 @@ void Trainer::print_summary_table(const TrainSummary& s) const {
     for (const auto& row : table) width = std::max(width, row.second.size());
     size_t names = 13;  // "run directory"; a task's metric name may be longer
     for (const auto& row : table) names = std::max(names, row.first.size());
-    const std::string rule =
-        "+" + std::string(names + 2, '-') + "+" + std::string(width + 2, '-') + "+";
+    std::string rule = "+";
+    rule.append(names + 2, '-').append("+").append(width + 2, '-').append("+");
     out_ << rule << "\n";
     for (const auto& [name, value] : table) {
         out_ << "| " << name << std::string(names + 1 - name.size(), ' ') << "| " << value

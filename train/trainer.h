@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/profiler.h"
 #include "nn/module.h"
 #include "train/checkpoint.h"
 #include "train/optim.h"
@@ -67,6 +68,10 @@ struct TrainerOptions {
     // What the batches mean, the loss and the metrics; null: classification with
     // cross-entropy (label_smoothing above) and accuracy.
     std::shared_ptr<const Task> task;
+    // > 0: profile this many updates after this fit()'s first one (a warm-up): the table is
+    // printed and written to profile.txt, the Chrome trace to profile.json in the run directory
+    // (lumen train --profile STEPS; core/profiler.h).
+    int64_t profile_steps = 0;
 };
 
 struct TrainSummary {
@@ -124,6 +129,8 @@ class Trainer {
     void update_early_stopping(const MetricRecord& record, Progress& progress);
     void finish(TrainSummary& summary);
     void print_summary_table(const TrainSummary& summary) const;
+    void profile_update();
+    void finish_profile();
 
     TrainerOptions options_;
     std::shared_ptr<nn::Module> model_;
@@ -144,6 +151,10 @@ class Trainer {
     std::optional<double> early_best_;
     int64_t early_stale_ = 0;
     bool early_stop_ = false;
+    // --profile: the recording profiler, the updates of this fit() so far, and whether done.
+    std::unique_ptr<Profiler> profiler_;
+    int64_t updates_this_fit_ = 0;
+    bool profiled_ = false;
 };
 
 }  // namespace lumen::train

@@ -20,6 +20,23 @@ int device_count() {
 
 void synchronize() { LUMEN_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+void* timing_event_record() {
+    cudaEvent_t event = nullptr;
+    LUMEN_CUDA_CHECK(cudaEventCreate(&event));
+    LUMEN_CUDA_CHECK(cudaEventRecord(event, 0));
+    return event;
+}
+
+float timing_event_elapsed_ms(void* start, void* end) {
+    auto stop = static_cast<cudaEvent_t>(end);
+    LUMEN_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    LUMEN_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), stop));
+    return ms;
+}
+
+void timing_event_destroy(void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+
 void memcpy(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
     cudaMemcpyKind kind = dst_device.is_cpu() ? cudaMemcpyDeviceToHost
                           : src_device.is_cpu() ? cudaMemcpyHostToDevice

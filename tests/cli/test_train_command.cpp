@@ -234,3 +234,41 @@ TEST_CASE("a run that fails before its first update leaves no run directory",
     fault::disarm();
     CHECK_FALSE(fs::exists(dir.file("runs/tiny")));
 }
+
+TEST_CASE("lumen train --profile writes the table and a Chrome trace of the profiled steps",
+          "[cli][train][profiler]") {
+    TempDir dir("cli_profile");
+    const std::string config = write_config(dir);
+    std::ostringstream out;
+    REQUIRE(train::cli::run_train_command(args({config, "--profile", "3"}, dir), out) == 0);
+    const std::string run = dir.file("runs/tiny");
+    CHECK(out.str().find("profile: 3 steps") != std::string::npos);
+    CHECK(out.str().find("ops and backward nodes by total time") != std::string::npos);
+    std::ifstream table(run + "/profile.txt");
+    std::stringstream text;
+    text << table.rdbuf();
+    CHECK(text.str().find("linear backward") != std::string::npos);
+    CHECK(text.str().find("matmul_forward") != std::string::npos);
+    std::ifstream trace_file(run + "/profile.json");
+    nlohmann::json trace = nlohmann::json::parse(trace_file);
+    int64_t steps = 0, events = 0;
+    for (const nlohmann::json& event : trace["traceEvents"]) {
+        steps += event["ph"] == "i";
+        events += event["ph"] == "X";
+    }
+    CHECK(steps == 3);
+    CHECK(events > 100);
+    // The run itself is unchanged: all 16 updates, then the summary.
+    std::ifstream summary_file(run + "/summary.json");
+    CHECK(nlohmann::json::parse(summary_file)["steps"] == 16);
+
+    // More steps than the run has: the profile ends with the training (15 after the warm-up).
+    std::ostringstream longer;
+    REQUIRE(train::cli::run_train_command(args({config, "--profile=100"}, dir), longer) == 0);
+    CHECK(longer.str().find("profile: 15 steps") != std::string::npos);
+    require_error(
+        [&] {
+            train::cli::run_train_command(args({config, "--profile", "-1"}, dir), out);
+        },
+        {"train.profile"});
+}

@@ -1,5 +1,7 @@
 // Core tensor behaviour: creation, metadata, views that alias storage, element access,
 // conversion, printing and errors.
+#include <cmath>
+
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -122,8 +124,18 @@ TEST_CASE("copy_ broadcasts and converts", "[core][tensor]") {
 TEST_CASE("printing looks like PyTorch", "[core][tensor]") {
     CHECK(tensor({1, 2.5}).str() == "tensor([1.0000, 2.5000])");
     CHECK(arange(0, 4).reshape({2, 2}).str() == "tensor([[0, 1],\n        [2, 3]])");
-    CHECK(tensor({1}, {1}, DType::float64).str() == "tensor([1.0000], dtype=float64)");
-    CHECK(scalar_tensor(2).str() == "tensor(2.0000)");
+    CHECK(tensor({1}, {1}, DType::float64).str() == "tensor([1.], dtype=float64)");
+    CHECK(scalar_tensor(2).str() == "tensor(2.)");
+    // torch's _Formatter (each string below is what PyTorch 1.13 prints): integer-valued floats
+    // as "3.", scientific notation when the magnitudes span more than 1000x or leave
+    // [1e-4, 1e8], nan and inf as words padded like the numbers.
+    CHECK(tensor({1e-5, 1.0}).str() == "tensor([1.0000e-05, 1.0000e+00])");
+    CHECK(tensor({1e9, 2.0}).str() == "tensor([1.0000e+09, 2.0000e+00])");
+    CHECK(tensor({123456.5, 0.25}).str() == "tensor([1.2346e+05, 2.5000e-01])");
+    CHECK(tensor({0.5, NAN, INFINITY, -2.0}).str() ==
+          "tensor([ 0.5000,     nan,     inf, -2.0000])");
+    CHECK(tensor({3.0, NAN}).str() == "tensor([3., nan])");
+    CHECK(tensor({0.0, 0.0}).str() == "tensor([0., 0.])");
     // Summarized dims: " ..." between the edge items, "...," on a line of its own between rows,
     // a blank line between matrices, and every value padded to the widest shown one.
     CHECK(arange(0, 2000).str() == "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
@@ -138,8 +150,7 @@ TEST_CASE("printing looks like PyTorch", "[core][tensor]") {
     CHECK(arange(0, 8).reshape({2, 2, 2}).str() ==
           "tensor([[[0, 1],\n         [2, 3]],\n\n        [[4, 5],\n         [6, 7]]])");
     CHECK(tensor({-1.5, 10}).str() == "tensor([-1.5000, 10.0000])");
-    CHECK(tensor({-1, 10}, {2}, DType::float64).str() ==
-          "tensor([-1.0000, 10.0000], dtype=float64)");
+    CHECK(tensor({-1, 10}, {2}, DType::float64).str() == "tensor([-1., 10.], dtype=float64)");
     Tensor leaf = tensor({1}).requires_grad_();
     CHECK(leaf.str().find("requires_grad=True") != std::string::npos);
     CHECK(mul(leaf, 2.0).str().find("grad_fn=<mul>") != std::string::npos);

@@ -15,7 +15,8 @@ struct HolderNet : nn::Module {
         conv1 = register_module("conv1",
                                 nn::make<nn::Conv2d>(1, 4, 3, nn::ConvOptions{.padding = {1}}));
         pool = register_module("pool", nn::make<nn::AdaptiveAvgPool2d>(1));
-        fc = register_module("fc", nn::make<nn::Linear>(4, 2));
+        nn::Holder<nn::Linear> head = nn::make<nn::Linear>(4, 2);
+        fc = register_module("fc", head);  // a holder registers as its module
     }
     Tensor forward(const Tensor& x) override { return fc(pool(relu(conv1(x))).flatten(1)); }
     nn::Holder<nn::Conv2d> conv1;

@@ -170,6 +170,12 @@ std::vector<Spec> run_specs() {
          "updates between metric records and progress lines",
          {},
          Range::between(1, kMaxSteps)},
+        {"train.profile",
+         int64_t(0),
+         "updates to profile after the first (0: off): profile.txt and profile.json (Chrome "
+         "trace) in the run directory",
+         {},
+         Range::between(0, kMaxSteps)},
         {"train.device", std::string("cpu"), "cpu or cuda", Strings{"cpu", "cuda"}},
         {"train.threads",
          int64_t(0),

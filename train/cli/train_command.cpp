@@ -47,6 +47,7 @@ Arguments parse_arguments(const std::vector<std::string>& args, const std::strin
         if (flag == "--split") a.split = value;
         if (flag == "--out") a.out = value;
         if (flag == "--checkpoint") a.checkpoint = value;
+        if (flag == "--profile") a.profile = value;
     }
     return a;
 }
@@ -55,6 +56,7 @@ void apply_flags(const Arguments& a, train::RawConfig& raw) {
     for (const std::string& set : a.sets) raw.set(set);
     if (a.device) raw.set("train.device", *a.device, "--device");
     if (a.threads) raw.assign("train.threads=" + *a.threads, "--threads");
+    if (a.profile) raw.assign("train.profile=" + *a.profile, "--profile");
 }
 
 Device setup_runtime(const nn::Options& config) {
@@ -121,20 +123,24 @@ train::TrainerOptions trainer_options(const nn::Options& config, const std::stri
             .log_every = config.get_int("train.log_every"),
             .config_json = train::config_to_json(config),
             .title = config.get_string("name") + " (" + config.get_string("model.name") + ")",
-            .task = std::move(task)};
+            .task = std::move(task),
+            .profile_steps = config.get_int("train.profile")};
 }
 
 constexpr const char* kTrainUsage =
     "usage: lumen train [CONFIG.json] [--set key=value ...] [--resume RUN_DIR]\n"
-    "                   [--device cpu|cuda] [--threads N]\n"
+    "                   [--device cpu|cuda] [--threads N] [--profile STEPS]\n"
     "Trains the model of CONFIG.json (keys: see configs/ and 'lumen models'); --set overrides\n"
     "a key (model.depth=4, optim.lr=1e-3); --resume continues RUN_DIR from its latest checkpoint\n"
-    "(with the config stored there unless CONFIG.json is given).\n";
+    "(with the config stored there unless CONFIG.json is given); --profile records STEPS updates\n"
+    "after the first: each op's and kernel's time, bytes and input shape, as a table and a Chrome\n"
+    "trace (profile.txt, profile.json in the run directory).\n";
 
 }  // namespace
 
 int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
-    Arguments a = parse_arguments(args, "train", {"--set", "--resume", "--device", "--threads"});
+    Arguments a =
+        parse_arguments(args, "train", {"--set", "--resume", "--device", "--threads", "--profile"});
     if (a.help) {
         out << kTrainUsage;
         return 0;

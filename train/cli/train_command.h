@@ -27,14 +27,14 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out);
 struct Arguments {
     std::vector<std::string> positional;
     std::vector<std::string> sets;
-    std::optional<std::string> resume, device, threads, split, out, checkpoint;
+    std::optional<std::string> resume, device, threads, split, out, checkpoint, profile;
     bool help = false;
 };
 // Flags take their value as the next argument or after '='; throws [lumen] for a flag not in
 // `flags` or without a value.
 Arguments parse_arguments(const std::vector<std::string>& args, const std::string& command,
                           const std::vector<std::string>& flags);
-// --set, --device and --threads override the config's keys.
+// --set, --device, --threads and --profile override the config's keys.
 void apply_flags(const Arguments& a, train::RawConfig& raw);
 // Threads and device from a resolved config; throws [lumen] for CUDA without a device.
 Device setup_runtime(const nn::Options& config);
