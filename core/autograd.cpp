@@ -55,15 +55,17 @@ std::vector<Tensor> Node::apply(const Tensor& grad_out) {
     LUMEN_CHECK(backward_ != nullptr, "backward", "tried to back-propagate through '", name_,
                 "' a second time, but its saved tensors were freed; pass retain_graph=true to "
                 "the first backward()");
+    // Restored afterwards: a backward may run another (nn::checkpoint's recomputation).
+    const std::string* outer = current_backward_op;
     current_backward_op = &name_;
     std::vector<Tensor> grads;
     try {
         grads = backward_(grad_out);
     } catch (...) {
-        current_backward_op = nullptr;
+        current_backward_op = outer;
         throw;
     }
-    current_backward_op = nullptr;
+    current_backward_op = outer;
     LUMEN_ASSERT(grads.size() == inputs_.size());
     return grads;
 }

@@ -48,6 +48,12 @@ std::vector<nn::OptionSpec> vit_common_options() {
         {"drop", 0.05, "dropout on embeddings, attention projection and FFN", {}, rate},
         {"attn_drop", 0.0, "dropout on the attention map", {}, rate},
         {"drop_path", 0.0, "stochastic depth of every block", {}, rate},
+        {"grad_checkpointing",
+         int64_t(0),
+         "activation checkpointing: every k-th block recomputes its forward in backward (less "
+         "memory, one more forward); 0: off",
+         {},
+         Range::between(0, 1e6)},
         {"pool",
          std::string("auto"),
          "cls (class token) or mean (token mean, no class token); auto: mean for the variants "
@@ -77,6 +83,7 @@ ViTConfig sized(ViTConfig config, const nn::Options& o) {
     config.block.drop = o.get_double("drop");
     config.block.attn_drop = o.get_double("attn_drop");
     config.block.drop_path = o.get_double("drop_path");
+    config.grad_checkpointing = o.get_int("grad_checkpointing");
     return config;
 }
 

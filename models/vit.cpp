@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "nn/attention/attention.h"
+#include "nn/checkpoint.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -146,7 +147,19 @@ Tensor ViT::forward_features(const Tensor& img) {
     Tensor x = patch_embed->forward(img);
     if (cls) x = nn::prepend_token(x, cls_token);
     x = pos_drop->forward(add(x, pos_embed));
-    for (const auto& block : *blocks) x = block->forward(x, context);
+    const int64_t every = config_.grad_checkpointing;
+    int64_t index = 0;
+    for (const auto& block : *blocks) {
+        if (every > 0 && ++index % every == 0) {
+            x = nn::checkpoint(
+                [block, context](const std::vector<Tensor>& in) {
+                    return block->forward(in[0], context);
+                },
+                {x}, block->parameters());
+        } else {
+            x = block->forward(x, context);
+        }
+    }
     return norm->forward(x);
 }
 

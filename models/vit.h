@@ -31,6 +31,10 @@ struct ViTConfig {
     // head reads the mean of the patch tokens (timm's class_token=False, global_pool="avg").
     // The variants of vit_mean_pool_attention() need "mean".
     std::string pool = "cls";
+    // Activation checkpointing (nn/checkpoint.h): > 0 makes every k-th block (blocks k-1,
+    // 2k-1, ...) recompute its forward during backward instead of keeping its activations;
+    // 0 keeps them all.
+    int64_t grad_checkpointing = 0;
 
     // Throws [<name>] for a non-positive size, an image not divisible into patches, an
     // attn_type outside vit_attention_types(), an unknown pool, or pool "cls" with a variant of
