@@ -8,8 +8,9 @@ TEST_CASE("lumen models lists the models with their keys and defaults", "[cli][m
     std::ostringstream out;
     lumen::train::cli::print_models(out);
     const std::string text = out.str();
-    for (const char* fragment : {"dgvit: DGViT", "vit: ViT", "ffn_expansion  4.0",
-                                 "img_size       [28, 28]", "attn_type    \"mhsa\""}) {
+    for (const char* fragment :
+         {"dgvit: DGViT", "vit: ViT", "ffn_expansion       4.0", "img_size            [28, 28]",
+          "attn_type           \"mhsa\"", "grad_checkpointing  0"}) {
         INFO(fragment);
         CHECK(text.find(fragment) != std::string::npos);
     }
