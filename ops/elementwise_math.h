@@ -24,7 +24,7 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
 
 // The math library's primitives. The CPU's float replacements keep these meanings (within a
-// few ulp, and up to the sign of a zero for where_positive).
+// few ulp).
 struct LibraryMath {
     template <typename T>
     LUMEN_HOST_DEVICE static T exp(T v) {
@@ -76,10 +76,10 @@ struct LibraryMath {
     LUMEN_HOST_DEVICE static T expm1_below(T v) {
         return std::expm1(v);
     }
-    // v > 0 ? above : below.
+    // v <= 0 ? below : above, PyTorch's test in ELU: +0 and -0 take `below`, NaN `above`.
     template <typename T>
     LUMEN_HOST_DEVICE static T where_positive(T v, T above, T below) {
-        return v > T(0) ? above : below;
+        return v <= T(0) ? below : above;
     }
     // The logistic function 1 / (1 + e^-v).
     template <typename T>

@@ -77,11 +77,13 @@ struct CpuMath : em::LibraryMath {
     }
     static float expm1_below(float v) { return exp_below(v) - 1.0f; }
 
-    // Chosen by a mask from the sign bit of v: -0 counts as negative.
+    // Chosen by a mask from the bits of v read as an int: `below` for +0 (0) and for -0 to
+    // -inf (INT_MIN to 0xff800000), `above` for the positive numbers and every NaN.
     static float where_positive(float v, float above, float below) {
-        int32_t negative = std::bit_cast<int32_t>(v) >> 31;  // all ones for v < 0 (and -0)
-        return std::bit_cast<float>((std::bit_cast<int32_t>(below) & negative) |
-                                    (std::bit_cast<int32_t>(above) & ~negative));
+        int32_t bits = std::bit_cast<int32_t>(v);
+        int32_t not_positive = -int32_t((bits == 0) | (bits <= int32_t(0xff800000)));
+        return std::bit_cast<float>((std::bit_cast<int32_t>(below) & not_positive) |
+                                    (std::bit_cast<int32_t>(above) & ~not_positive));
     }
 
     // e = exp(-|v|) never overflows, and the result is 1 / (1 + e) for v >= 0, e / (1 + e)
