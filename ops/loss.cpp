@@ -1,6 +1,7 @@
 // Losses: argument checks (shapes, dtypes, reduction), the (N, C, S) and pointwise layouts
 // the kernels take, the reduction, and the backward rules, which run dedicated kernels on the
-// saved inputs (cross_entropy also keeps the per-sample logsumexp, N S values). Kernels of the
+// saved inputs (cross_entropy also keeps the per-sample logsumexp as its two parts, the max and
+// the log of the shifted sum, 2 N S values: ops/loss_math.h says why). Kernels of the
 // input's device: ops/{cpu,cuda}/loss (class losses) and ops/{cpu,cuda}/loss_pointwise.
 #include "ops/loss.h"
 
@@ -75,6 +76,7 @@ struct ClassProblem {
     int64_t samples = 1, classes = 1, positions = 1;  // N, C, S
     Shape nsc() const { return {samples, classes, positions}; }
     Shape ns() const { return {samples, positions}; }
+    Shape lse_parts() const { return {2, samples, positions}; }  // max, log-sum
 };
 
 ClassProblem class_problem(const Tensor& input, const char* op) {
@@ -141,11 +143,12 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
     Device device = input.device();
     Tensor losses =
         reduction == Reduction::none ? empty(target.shape(), input.dtype(), device) : Tensor();
-    Tensor lse = record && options.from_logits ? empty(p.ns(), input.dtype(), device) : Tensor();
+    Tensor lse =
+        record && options.from_logits ? empty(p.lse_parts(), input.dtype(), device) : Tensor();
     double totals[2] = {0, 0};
     int64_t invalid = -1;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op),
-                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+                           view_as(losses, p.ns(), op), view_as(lse, p.lse_parts(), op)};
     invalid = LUMEN_DISPATCH(input, class_loss_forward, views[0], views[1], views[2], options,
                              views[3], views[4], totals);
     LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : int64_t(element_at(t, invalid)),
@@ -161,10 +164,12 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
                         Tensor x = saved_x.get();
                         GradScale g = grad_scale(grad_out, reduction, total_weight);
                         Tensor grad_input = empty(x.shape(), x.dtype(), x.device());
-                        StridedView v[] = {
-                            view_as(x, p.nsc(), op),           view_as(saved_t.get(), p.ns(), op),
-                            optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
-                            view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op)};
+                        StridedView v[] = {view_as(x, p.nsc(), op),
+                                           view_as(saved_t.get(), p.ns(), op),
+                                           optional_view(saved_w.get(), op),
+                                           view_as(saved_lse.get(), p.lse_parts(), op),
+                                           view_as(g.per_sample, p.ns(), op),
+                                           view_as(grad_input, p.nsc(), op)};
                         LUMEN_DISPATCH(x, class_loss_backward, v[0], v[1], v[2], options, v[3],
                                        v[4], g.scale, v[5]);
                         return std::vector<Tensor>{grad_input};
@@ -183,10 +188,10 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     Tensor losses = reduction == Reduction::none
                         ? empty(target_shape_of(input), input.dtype(), device)
                         : Tensor();
-    Tensor lse = empty(p.ns(), input.dtype(), device);
+    Tensor lse = empty(p.lse_parts(), input.dtype(), device);
     double total = 0;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(q, p.nsc(), op), optional_view(w, op),
-                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+                           view_as(losses, p.ns(), op), view_as(lse, p.lse_parts(), op)};
     LUMEN_DISPATCH(input, soft_cross_entropy_forward, views[0], views[1], views[2], label_smoothing,
                    views[3], views[4], &total);
     double samples = double(p.samples * p.positions);
@@ -202,7 +207,7 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
             Tensor grad_target = need_q ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
             StridedView v[] = {
                 view_as(x, p.nsc(), op),           view_as(saved_q.get(), p.nsc(), op),
-                optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
+                optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.lse_parts(), op),
                 view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op),
                 view_as(grad_target, p.nsc(), op)};
             LUMEN_DISPATCH(x, soft_cross_entropy_backward, v[0], v[1], v[2], label_smoothing, v[3],

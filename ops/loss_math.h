@@ -115,6 +115,24 @@ LUMEN_HOST_DEVICE inline T element_grad_target(T x, T y, T w, T pw, T param) {
     }
 }
 
+// The class losses keep a sample's logsumexp over C in two parts, max = max_c x_c and
+// log_sum = log sum_c e^(x_c - max) in [0, log C]. Their sum, rounded to the dtype, is off by
+// up to half an ulp of max (5e-4 for float logits near 1e4), and e^(x - lse) would carry that
+// as a relative error into every probability: the gradient p_t - 1 of a confident sample then
+// cancels to nothing. x - max is exact whenever x is within a factor 2 of max (Sterbenz), so
+// e^((x - max) - log_sum) is accurate to a few ulp. `Math` supplies exp_nonpositive(v) = e^v
+// for v <= 0 (the CPU's vectorizable exp, exp on the GPU).
+template <typename Math, typename T>
+LUMEN_HOST_DEVICE inline T class_probability(T x, T max, T log_sum) {
+    return Math::exp_nonpositive(T(T(x - max) - log_sum));
+}
+
+// lse - x = (max - x) + log_sum, >= 0, without forming lse.
+template <typename T>
+LUMEN_HOST_DEVICE inline T lse_minus(T x, T max, T log_sum) {
+    return T(max - x) + log_sum;
+}
+
 // Calls body.template operator()<K>() for the runtime kind.
 template <typename Body>
 void dispatch_kind(PointwiseLoss kind, const Body& body) {

@@ -214,6 +214,50 @@ TEST_CASE("cross_entropy: large logits stay finite, all-ignored mean is NaN with
     require_close(logits.grad(), zeros({3, 4}, DType::float64), 0, 0);
 }
 
+TEST_CASE("cross_entropy: float32 gradients of large logits keep the softmax's precision",
+          "[ops][loss]") {
+    // The backward forms softmax_c = e^((x_c - max) - log_sum): with the float sum lse =
+    // max + log_sum instead, lse's rounding (ulp(1e4) / 2 = 5e-4) turned into a relative
+    // error of every probability, and p_t - 1 lost ~0.4% ([[10000, 10003]], target 1).
+    // Each form (rows, positions, class probabilities) against float64 on the same values.
+    auto grads = [](const Tensor& x64, const Tensor& target, DType dtype, bool soft) {
+        Tensor x = x64.detach().to(dtype).detach().requires_grad_(true);
+        Tensor t = soft ? target.detach().to(dtype).detach().requires_grad_(true) : target;
+        cross_entropy(x, t, Tensor(), -100, "sum", soft ? 0.1 : 0.0).backward();
+        std::vector<Tensor> out = {x.grad().to(DType::float64)};
+        if (soft) out.push_back(t.grad().to(DType::float64));
+        return out;
+    };
+    for (double offset : {1e4, 300.0, -5e3}) {
+        INFO("logits near " << offset);
+        Tensor rows = tensor({offset, offset + 3}, {1, 2}, DType::float64);
+        Tensor row_target = from_vector(std::vector<int64_t>{1}, {1});
+        Tensor positions = add(random_input({2, 3, 5}, 3, -4, 4), offset);
+        positions = positions.to(DType::float32).to(DType::float64);  // float32-exact
+        Tensor position_target =
+            from_vector(std::vector<int64_t>{0, 1, 2, 1, 0, 2, 2, 1, 0, 1}, {2, 5});
+        Tensor probabilities = softmax(random_input({2, 3, 5}, 4, -2, 2), 1);
+        probabilities = probabilities.to(DType::float32).to(DType::float64);
+        struct Case {
+            Tensor x, target;
+            bool soft;
+        };
+        for (const Case& c :
+             {Case{rows, row_target, false}, Case{positions, position_target, false},
+              Case{positions, probabilities, true}}) {
+            std::vector<Tensor> want = grads(c.x, c.target, DType::float64, c.soft);
+            std::vector<Tensor> got = grads(c.x, c.target, DType::float32, c.soft);
+            for (size_t i = 0; i < want.size(); ++i)
+                require_close(got[i], want[i].to_vector<double>(), 2e-6, 2e-7);
+        }
+    }
+    // The issue's case: p_1 - 1 = -e^-3 / (1 + e^-3).
+    Tensor x = tensor({1e4, 1e4 + 3}, {1, 2}, DType::float32).requires_grad_(true);
+    cross_entropy(x, from_vector(std::vector<int64_t>{1}, {1}), Tensor(), -100, "sum").backward();
+    double p0 = std::exp(-3.0) / (1 + std::exp(-3.0));
+    require_close(x.grad(), {p0, -p0}, 1e-6, 1e-8);
+}
+
 TEST_CASE("pointwise losses: values match their definitions", "[ops][loss]") {
     Tensor x = mul(random_input({4, 7}, 18), 2.0), y = mul(random_input({4, 7}, 19), 2.0);
     std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>();
