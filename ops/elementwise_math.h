@@ -76,10 +76,11 @@ struct LibraryMath {
     LUMEN_HOST_DEVICE static T expm1_below(T v) {
         return std::expm1(v);
     }
-    // v <= 0 ? below : above, PyTorch's test in ELU: +0 and -0 take `below`, NaN `above`.
+    // v > 0 ? above : below: +0, -0 and NaN take `below` (PyTorch's ELU backward takes
+    // alpha e^x at both zeros, and NaN there).
     template <typename T>
     LUMEN_HOST_DEVICE static T where_positive(T v, T above, T below) {
-        return v <= T(0) ? below : above;
+        return v > T(0) ? above : below;
     }
     // The logistic function 1 / (1 + e^-v).
     template <typename T>
