@@ -9,6 +9,7 @@
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
+#include "ops/elementwise.h"
 #include "ops/loss_kernels.h"
 #include "ops/reduce.h"
 
@@ -177,6 +178,23 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
     return out;
 }
 
+// d loss / d w_c = sum over samples of g q_c (lse - x_c), q = (1 - ls) target + ls / C, with
+// lse - x_c = (max - x_c) + log_sum from the forward's two parts: the probability form is
+// differentiable in the class weights, as PyTorch's (its class-index form is not, in neither).
+Tensor class_weight_grad(const ClassProblem& p, const Tensor& x, const Tensor& q, const Tensor& lse,
+                         const GradScale& g, double label_smoothing) {
+    NoGradGuard no_grad;
+    Shape per_sample = {p.samples, 1, p.positions};
+    Tensor max = lse.narrow(0, 0, 1).reshape(per_sample);
+    Tensor log_sum = lse.narrow(0, 1, 1).reshape(per_sample);
+    Tensor lse_minus_x = add(sub(max, x.reshape(p.nsc())), log_sum);
+    Tensor smoothed =
+        add(mul(q.reshape(p.nsc()), 1 - label_smoothing), label_smoothing / double(p.classes));
+    Tensor terms = mul(smoothed, lse_minus_x);
+    if (g.per_sample.defined()) terms = mul(terms, g.per_sample.reshape(per_sample));
+    return mul(sum(terms, {0, 2}), g.scale);
+}
+
 // cross_entropy with class-probability targets (target has input's shape).
 Tensor class_probability_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                               double label_smoothing, Reduction reduction) {
@@ -184,6 +202,7 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), q = contiguous_data(target), w = contiguous_data(weight);
     bool need_x = needs_recording({input}), need_q = needs_recording({target});
+    bool need_w = needs_recording({weight});
     Device device = input.device();
     Tensor losses = reduction == Reduction::none
                         ? empty(target_shape_of(input), input.dtype(), device)
@@ -196,10 +215,11 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
                    views[3], views[4], &total);
     double samples = double(p.samples * p.positions);
     Tensor out = finish(reduction, total, samples, losses, input);
-    // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c)
+    // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c);
+    // d/dw_c: class_weight_grad
     record_backward(
-        op, {input, target}, out,
-        [p, label_smoothing, reduction, samples, need_x, need_q, op, saved_x = save(x),
+        op, {input, target, weight}, out,
+        [p, label_smoothing, reduction, samples, need_x, need_q, need_w, op, saved_x = save(x),
          saved_q = save(q), saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
             Tensor x = saved_x.get();
             GradScale g = grad_scale(grad_out, reduction, samples);
@@ -212,7 +232,10 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
                 view_as(grad_target, p.nsc(), op)};
             LUMEN_DISPATCH(x, soft_cross_entropy_backward, v[0], v[1], v[2], label_smoothing, v[3],
                            v[4], g.scale, v[5], v[6]);
-            return std::vector<Tensor>{grad_input, grad_target};
+            Tensor grad_weight =
+                need_w ? class_weight_grad(p, x, saved_q.get(), saved_lse.get(), g, label_smoothing)
+                       : Tensor();
+            return std::vector<Tensor>{grad_input, grad_target, grad_weight};
         });
     return out;
 }

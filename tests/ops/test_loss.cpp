@@ -339,6 +339,14 @@ TEST_CASE("losses: float64 gradients match finite differences for every reductio
                     return cross_entropy(in[0], in[1], weight, -100, mode, 0.2);
                 },
                 {random_input(shape, 25), probabilities(shape, 26)});
+            // The class weights too (PyTorch differentiates them in the probability form; the
+            // backward left them without a gradient).
+            gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                    return cross_entropy(in[0], in[1], in[2], -100, mode, 0.2);
+                },
+                {random_input(shape, 25), probabilities(shape, 26),
+                 random_input({4}, 27, 0.3, 1.7)});
             gradcheck(
                 [&](const std::vector<Tensor>& in) {
                     return nll_loss(in[0], target, weight, 3, mode);
