@@ -35,7 +35,8 @@ template <typename T>
 void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b, double eps, T* y,
                    T* mean_out, T* rstd_out) {
     const int64_t n = lay.length, spatial = lay.spatial, cpg = lay.channels_per_group;
-    parallel_for(0, lay.rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t lo, int64_t hi) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));  // n may be 0
+    parallel_for(0, lay.rows, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r) {
             const T* xr = x + r * n;
             T* yr = y + r * n;
@@ -45,6 +46,9 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                              T d = xr[i] - m;
                              return T(d * d);
                          }) / double(n);
+            // An empty row gets mean 0 and variance 0 (not 0 / 0), so that the backward's sums
+            // of nothing times rstd stay 0: PyTorch's weight and bias gradients there.
+            if (n == 0) m = T(0), var = 0.0;
             T rstd = T(norm_math::inv_std(var, eps));
             mean_out[r] = m;
             rstd_out[r] = rstd;
@@ -148,18 +152,21 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     }
                 }
                 if (dx) {
-                    // dx = rstd w g - rstd a - (x - m) rstd^2 c, per channel: g * k1 + x * k2 + k3
+                    // dx = rstd w g - rstd a - (x - m) rstd^2 c, per channel:
+                    // g k1 + (x - m) k2 + k3, x - m formed first (x k2 - m k2 cancels when |m|
+                    // is far above the spread)
                     T a = lay.center ? T(total_gw / double(n)) : T(0);
                     T c = T(total_gwx / double(n));
                     T k2 = -rstd * rstd * c;
-                    T k3 = -rstd * a - m * k2;
+                    T k3 = -rstd * a;
                     T* dr = dx + r * n;
                     for (int64_t j = 0; j < cpg; ++j) {
                         T k1 = rstd * w[first + j];
                         const T* xs = xr + j * spatial;
                         const T* gs = gr + j * spatial;
                         T* ds = dr + j * spatial;
-                        for (int64_t s = 0; s < spatial; ++s) ds[s] = gs[s] * k1 + xs[s] * k2 + k3;
+                        for (int64_t s = 0; s < spatial; ++s)
+                            ds[s] = gs[s] * k1 + (xs[s] - m) * k2 + k3;
                     }
                 }
             }

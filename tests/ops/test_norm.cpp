@@ -527,3 +527,65 @@ TEST_CASE("channel norms of empty inputs: zero weight and bias gradients, no cra
     require_close(w.grad(), zeros({3}, DType::float64), 0, 0);
     require_close(b.grad(), zeros({3}, DType::float64), 0, 0);
 }
+
+TEST_CASE("norms of inputs with an empty spatial or batch dim: empty results, zero gradients",
+          "[ops][norm]") {
+    // PyTorch refuses exactly one value per statistic in training, and accepts none: the
+    // result is empty and the weight and bias gradients are 0. lumen crashed on these
+    // (rows of C read from no elements, a grain of kGrainSize / 0) or refused them.
+    auto check = [](const Shape& shape, int64_t channels,
+                    const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f) {
+        INFO(text(shape));
+        Tensor x = zeros(shape, DType::float32).requires_grad_();
+        Tensor w = ones({channels}, DType::float32).requires_grad_();
+        Tensor b = zeros({channels}, DType::float32).requires_grad_();
+        Tensor y = f(x, w, b);
+        CHECK(text(y.shape()) == text(shape));
+        y.backward(zeros(shape, DType::float32));
+        require_close(w.grad(), zeros({channels}, DType::float32), 0, 0);
+        require_close(b.grad(), zeros({channels}, DType::float32), 0, 0);
+        CHECK(text(x.grad().shape()) == text(shape));
+    };
+    Tensor mean = zeros({3}, DType::float32), var = ones({3}, DType::float32);
+    auto running = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return instance_norm(x, mean, var, w, b, false);
+    };
+    check({2, 3, 0}, 3, running);
+    check({2, 3, 0, 2}, 3, [](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return instance_norm(x, {}, {}, w, b);
+    });
+    check({3, 3, 1, 0, 3}, 3, [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return batch_norm(x, mean, var, w, b, false);
+    });
+    Tensor running_mean = tensor({0.5, -1, 2}, {3}, DType::float32);
+    check({0, 3, 2}, 3, [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return batch_norm(x, running_mean, var, w, b, true);
+    });
+    require_close(running_mean, {0.5, -1, 2}, 0, 0);  // untouched, as in PyTorch
+    check({2, 6, 0}, 6,
+          [](const Tensor& x, const Tensor& w, const Tensor& b) { return group_norm(x, 3, w, b); });
+}
+
+TEST_CASE("instance_norm and group_norm: float32 gradients at a mean far above the spread",
+          "[ops][norm]") {
+    // dx = g k1 + (x - m) k2 + k3 per channel: the backward folded m into k3 (x k2 - m k2),
+    // which cancels to eps |x| / |x - m| of the result when the mean is 4e5 and the spread
+    // ~100 (relative error ~1e-2 where PyTorch's float32 has ~1e-6).
+    Tensor base = add(random_input({2, 3, 4, 5}, 41, -100, 100), 4e5);
+    Tensor x64 = base.detach().to(DType::float32).to(DType::float64);  // float32-exact
+    Tensor g64 = random_input({2, 3, 4, 5}, 42).detach();
+    Tensor w64 = random_input({3}, 43, 0.5, 1.5).detach();
+    auto grad = [&](DType dtype, bool group) {
+        Tensor x = x64.to(dtype).detach().requires_grad_();
+        Tensor w = w64.to(dtype);
+        Tensor y = group ? group_norm(x, 3, w) : instance_norm(x, {}, {}, w);
+        y.backward(g64.to(dtype));
+        return x.grad().to(DType::float64);
+    };
+    for (bool group : {false, true}) {
+        INFO((group ? "group_norm" : "instance_norm"));
+        Tensor want = grad(DType::float64, group);
+        double scale = lumen::max(abs(want)).item<double>();
+        require_close(grad(DType::float32, group), want.to_vector<double>(), 1e-3, 1e-4 * scale);
+    }
+}
