@@ -109,7 +109,10 @@ LUMEN_HOST_DEVICE inline T element_grad_target(T x, T y, T w, T pw, T param) {
         return w * (clamped_log(T(1) - x) - clamped_log(x));
     } else if constexpr (K == PointwiseLoss::binary_cross_entropy_with_logits) {
         // log_sigmoid(-x) - pw log_sigmoid(x) = pw softplus(-x) - softplus(x)
-        return w * (pw * softplus<Math>(-x) - softplus<Math>(x));
+        // = (pw - 1) softplus(-x) - x: the difference of the two softplus terms, each ~log 2
+        // for small |x|, would lose |x| / log 2 of the result to cancellation (PyTorch: -x
+        // without pos_weight).
+        return w * ((pw - T(1)) * softplus<Math>(-x) - x);
     } else {
         return -element_grad_input<K, Math>(x, y, w, pw, param);
     }

@@ -258,6 +258,23 @@ TEST_CASE("cross_entropy: float32 gradients of large logits keep the softmax's p
     require_close(x.grad(), {p0, -p0}, 1e-6, 1e-8);
 }
 
+TEST_CASE("binary_cross_entropy_with_logits: the target gradient of small logits is -x",
+          "[ops][loss]") {
+    // d/dy = pw softplus(-x) - softplus(x) = (pw - 1) softplus(-x) - x; formed as the
+    // difference of the two softplus terms (each ~log 2) it lost |x| / log 2 of the result
+    // (5e-4 relative at x ~ 1e-4), where PyTorch returns -x exactly.
+    Tensor x = tensor({4.76869e-4, -2.79069e-4, 1.252752e-3, 9.5895717e-5}, {4}, DType::float32);
+    Tensor y = tensor({0, 1, 0, 1}, {4}, DType::float32).requires_grad_(true);
+    binary_cross_entropy_with_logits(x, y, Tensor(), "sum").backward();
+    require_close(y.grad(), neg(x).to_vector<double>(), 1e-6, 0);
+    Tensor pw = tensor({2.0}, {1}, DType::float32);
+    Tensor y2 = y.detach().requires_grad_(true);
+    binary_cross_entropy_with_logits(x, y2, Tensor(), "sum", pw).backward();
+    std::vector<double> want;
+    for (double v : x.to_vector<double>()) want.push_back(std::log1p(std::exp(-v)) - v);
+    require_close(y2.grad(), want, 1e-6, 0);
+}
+
 TEST_CASE("pointwise losses: values match their definitions", "[ops][loss]") {
     Tensor x = mul(random_input({4, 7}, 18), 2.0), y = mul(random_input({4, 7}, 19), 2.0);
     std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>();
