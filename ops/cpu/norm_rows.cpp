@@ -60,12 +60,12 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                     yr[i] = norm_math::affine(xr[i], m, rstd, wr[i], br[i]);
                 continue;
             }
-            for (int64_t j = 0; j < cpg; ++j) {
+            for (int64_t j = 0; j < cpg; ++j) {  // (x - m) first, as in the backward
                 T scale = rstd * w[first + j];
-                T shift = b[first + j] - m * scale;
+                T shift = b[first + j];
                 const T* xs = xr + j * spatial;
                 T* ys = yr + j * spatial;
-                for (int64_t s = 0; s < spatial; ++s) ys[s] = xs[s] * scale + shift;
+                for (int64_t s = 0; s < spatial; ++s) ys[s] = (xs[s] - m) * scale + shift;
             }
         }
     });

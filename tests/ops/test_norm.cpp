@@ -589,3 +589,13 @@ TEST_CASE("instance_norm and group_norm: float32 gradients at a mean far above t
         require_close(grad(DType::float32, group), want.to_vector<double>(), 1e-3, 1e-4 * scale);
     }
 }
+
+TEST_CASE("group_norm: the float32 forward forms x - mean first", "[ops][norm]") {
+    // y = x scale + (b - mean scale) cancels to eps |x| rstd when the mean is far above the
+    // spread; (x - mean) scale + b is exact here, where each group's mean is a float.
+    Tensor x = tensor({1000, 1000, 1000, 1000, 4e5 - 0.5, 4e5 + 0.25, 4e5 + 0.75, 4e5 - 0.5},
+                      {2, 1, 4}, DType::float32);
+    Tensor y = group_norm(x, 1, {}, {}, 0.1);
+    double rstd = 1 / std::sqrt(1.125 / 4 + 0.1);  // the second sample: mean 4e5
+    require_close(y, {0, 0, 0, 0, -0.5 * rstd, 0.25 * rstd, 0.75 * rstd, -0.5 * rstd}, 1e-6, 1e-6);
+}
