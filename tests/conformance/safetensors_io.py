@@ -49,3 +49,11 @@ def load(path):
         array = np.frombuffer(body[begin:end], dtype=_DTYPES[entry["dtype"]])
         out[name] = array.reshape(entry["shape"])
     return out
+
+
+def load_metadata(path):
+    """The "__metadata__" map (empty when absent)."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    return header.get("__metadata__", {})
