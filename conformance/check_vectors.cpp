@@ -5,7 +5,9 @@
 #include "conformance/check_vectors.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iomanip>
@@ -93,13 +95,14 @@ double metadata_number(const std::map<std::string, std::string>& metadata, const
                        double fallback) {
     auto it = metadata.find(key);
     if (it == metadata.end()) return fallback;
-    size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
+    // strtod, not stod: a denormal tolerance ("1.2e-322") underflows, which stod refuses.
+    const char* text = it->second.c_str();
+    char* end = nullptr;
+    double value = std::strtod(text, &end);
+    size_t used = it->second.empty() || std::isspace(static_cast<unsigned char>(text[0]))
+                      ? 0
+                      : size_t(end - text);
+    if (!std::isfinite(value)) used = 0;
     LUMEN_CHECK(used == it->second.size() && used > 0 && value >= 0, "check-vectors", "metadata '",
                 key, "' must be a non-negative number, got '", it->second, "'");
     return value;

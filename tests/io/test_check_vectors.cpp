@@ -292,6 +292,14 @@ TEST_CASE("check-vectors: metadata 'tolerance' sets a tensor's own rtol and atol
                    "out.y: max_abs=1.00e-03 at [1, 1] (got 0, want 0.001, "
                    "allowed 1.00e-04)"));
 
+    // A denormal tolerance is a number too (std::stod refused it as out of range).
+    meta["tolerance"] = R"({"out.y": [0, 1.2e-322]})";
+    meta["atol"] = "1.2e-322";
+    save_safetensors(dir.file("denormal.safetensors"), relu_tensors(), meta);
+    result = run_one(dir.file("denormal.safetensors"));
+    INFO(result.reason);
+    CHECK(result.passed);
+
     meta["tolerance"] = R"({"out.z": [0, 1]})";
     save_safetensors(dir.file("unknown.safetensors"), tensors, meta);
     CHECK(contains(run_one(dir.file("unknown.safetensors")).reason,
