@@ -184,6 +184,8 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
 Tensor class_weight_grad(const ClassProblem& p, const Tensor& x, const Tensor& q, const Tensor& lse,
                          const GradScale& g, double label_smoothing) {
     NoGradGuard no_grad;
+    // No samples: zero, not the sum of nothing times a mean's 1 / 0.
+    if (p.samples * p.positions == 0) return zeros({p.classes}, x.dtype(), x.device());
     Shape per_sample = {p.samples, 1, p.positions};
     Tensor max = lse.narrow(0, 0, 1).reshape(per_sample);
     Tensor log_sum = lse.narrow(0, 1, 1).reshape(per_sample);

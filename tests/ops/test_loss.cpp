@@ -258,6 +258,20 @@ TEST_CASE("cross_entropy: float32 gradients of large logits keep the softmax's p
     require_close(x.grad(), {p0, -p0}, 1e-6, 1e-8);
 }
 
+TEST_CASE("cross_entropy: the class-weight gradient of no samples is 0", "[ops][loss]") {
+    // "mean" over no samples divides by 0; the weight gradient sums nothing and must stay 0
+    // (PyTorch), not 0 times NaN.
+    for (const char* mode : kReductions) {
+        INFO(mode);
+        Tensor x = zeros({0, 3, 2}).requires_grad_(true);
+        Tensor q = zeros({0, 3, 2});
+        Tensor w = tensor({0.5, 1, 2}, {3}).requires_grad_(true);
+        Tensor loss = cross_entropy(x, q, w, -100, mode, 0.1);
+        (std::string(mode) == "none" ? sum(loss) : loss).backward();
+        require_close(w.grad(), {0, 0, 0}, 0, 0);
+    }
+}
+
 TEST_CASE("binary_cross_entropy_with_logits: the target gradient of small logits is -x",
           "[ops][loss]") {
     // d/dy = pw softplus(-x) - softplus(x) = (pw - 1) softplus(-x) - x; formed as the
