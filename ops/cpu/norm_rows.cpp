@@ -40,8 +40,10 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
         for (int64_t r = lo; r < hi; ++r) {
             const T* xr = x + r * n;
             T* yr = y + r * n;
-            T m = lay.center ? T(vec::lane_sum<T>(n, [&](int64_t i) { return xr[i]; }) / double(n))
-                             : T(0);
+            double mean = 0;
+            if (lay.center)
+                mean = vec::lane_sum<T>(n, [&](int64_t i) { return xr[i]; }) / double(n);
+            T m = T(mean);
             double var = vec::lane_sum<T>(n, [&](int64_t i) {
                              T d = xr[i] - m;
                              return T(d * d);
@@ -49,6 +51,9 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
             // An empty row gets mean 0 and variance 0 (not 0 / 0), so that the backward's sums
             // of nothing times rstd stay 0: PyTorch's weight and bias gradients there.
             if (n == 0) m = T(0), var = 0.0;
+            // The mean's rounding to T, taken off x - m (exact when x is near m) as well: half an
+            // ulp of a mean far above the spread would be an error of every output otherwise.
+            const T m_low = n ? T(mean - double(m)) : T(0);
             T rstd = T(norm_math::inv_std(var, eps));
             mean_out[r] = m;
             rstd_out[r] = rstd;
@@ -57,7 +62,7 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                 const T* wr = w + first;
                 const T* br = b + first;
                 for (int64_t i = 0; i < n; ++i)
-                    yr[i] = norm_math::affine(xr[i], m, rstd, wr[i], br[i]);
+                    yr[i] = norm_math::affine(T(xr[i] - m), m_low, rstd, wr[i], br[i]);
                 continue;
             }
             for (int64_t j = 0; j < cpg; ++j) {  // (x - m) first, as in the backward
@@ -65,7 +70,7 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                 T shift = b[first + j];
                 const T* xs = xr + j * spatial;
                 T* ys = yr + j * spatial;
-                for (int64_t s = 0; s < spatial; ++s) ys[s] = (xs[s] - m) * scale + shift;
+                for (int64_t s = 0; s < spatial; ++s) ys[s] = ((xs[s] - m) - m_low) * scale + shift;
             }
         }
     });
