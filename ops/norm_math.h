@@ -22,13 +22,11 @@ LUMEN_HOST_DEVICE inline T affine(T x, T mean, T rstd, T w, T b) {
     return (x - mean) * rstd * w + b;
 }
 
-// The same as y = (x - mean) scale + shift per statistic: scale = rstd w, shift = b. (Folding
-// the mean into the shift, x scale + (b - mean scale), cancels to eps |x| scale when the mean
-// is far above the spread.)
-LUMEN_HOST_DEVICE inline void scale_shift(double var, double eps, double w, double b, double& scale,
-                                          double& shift) {
+// The same as y = x scale + shift per statistic: scale = rstd w, shift = b - mean scale.
+LUMEN_HOST_DEVICE inline void scale_shift(double mean, double var, double eps, double w, double b,
+                                          double& scale, double& shift) {
     scale = inv_std(var, eps) * w;
-    shift = b;
+    shift = b - mean * scale;
 }
 
 // The backward of y = xhat w + b, xhat = (x - mean) rstd, over a row of n entries:

@@ -89,25 +89,19 @@ void for_each_run(const Layout& lay, const Body& body) {
     });
 }
 
-// y[i] = (x[i] - center[s]) * scale[s] + shift[s] over every element (center null: 0).
+// y[i] = x[i] * scale[s] + shift[s] over every element.
 template <typename T>
-void scale_shift(const Layout& lay, const T* x, const T* center, const T* scale, const T* shift,
-                 T* y) {
+void scale_shift(const Layout& lay, const T* x, const T* scale, const T* shift, T* y) {
     for_each_run(lay, [&](int64_t offset, int64_t count, int64_t stat, auto per_element) {
         const T* xs = x + offset;
         T* ys = y + offset;
         if constexpr (decltype(per_element)::value) {
             const T* k = scale + stat;
             const T* b = shift + stat;
-            if (center) {
-                const T* m = center + stat;
-                for (int64_t i = 0; i < count; ++i) ys[i] = (xs[i] - m[i]) * k[i] + b[i];
-            } else {
-                for (int64_t i = 0; i < count; ++i) ys[i] = xs[i] * k[i] + b[i];
-            }
+            for (int64_t i = 0; i < count; ++i) ys[i] = xs[i] * k[i] + b[i];
         } else {
-            const T m = center ? center[stat] : T(0), k = scale[stat], b = shift[stat];
-            for (int64_t i = 0; i < count; ++i) ys[i] = (xs[i] - m) * k + b;
+            const T k = scale[stat], b = shift[stat];
+            for (int64_t i = 0; i < count; ++i) ys[i] = xs[i] * k + b;
         }
     });
 }
@@ -193,12 +187,13 @@ void channel_norm_forward(const Layout& lay, const StridedView& x, const Strided
         for (int64_t s = 0; s < stats; ++s) {
             int64_t c = s % lay.channels;
             double k, b;
-            norm_math::scale_shift(double(var.ptr<T>()[s]), eps, double(param<T>(weight, c, T(1))),
+            norm_math::scale_shift(double(mean.ptr<T>()[s]), double(var.ptr<T>()[s]), eps,
+                                   double(param<T>(weight, c, T(1))),
                                    double(param<T>(bias, c, T(0))), k, b);
             scale[size_t(s)] = T(k);
             shift[size_t(s)] = T(b);
         }
-        scale_shift<T>(lay, x.ptr<T>(), mean.ptr<T>(), scale.data(), shift.data(), y.ptr<T>());
+        scale_shift<T>(lay, x.ptr<T>(), scale.data(), shift.data(), y.ptr<T>());
     });
 }
 
@@ -241,7 +236,7 @@ void channel_norm_backward(const Layout& lay, const StridedView& x, const Stride
         for (int64_t s = 0; s < stats; ++s)
             k[size_t(s)] = T(double(param<T>(weight, s % C, T(1))) * double(rstd[size_t(s)]));
         std::vector<T> zero(static_cast<size_t>(stats), T(0));
-        scale_shift<T>(lay, gp, nullptr, k.data(), zero.data(), grad_x.ptr<T>());
+        scale_shift<T>(lay, gp, k.data(), zero.data(), grad_x.ptr<T>());
     });
 }
 
@@ -275,7 +270,7 @@ void normalize_forward(const Layout& lay, const StridedView& x, double p, double
             norm.ptr<T>()[s] = T(nv);
             inv[size_t(s)] = T(1.0 / std::max(double(T(nv)), eps));
         }
-        scale_shift<T>(lay, xp, nullptr, inv.data(), zero.data(), y.ptr<T>());
+        scale_shift<T>(lay, xp, inv.data(), zero.data(), y.ptr<T>());
     });
 }
 

@@ -244,10 +244,8 @@ struct ScaleShiftOp {
     const T* scale;
     const T* shift;  // null: no shift
     T* y;
-    const T* center = nullptr;  // y = (x - center) scale + shift; null: 0
     __device__ void operator()(int64_t i, int64_t stat) const {
-        const T v = center ? x[i] - center[stat] : x[i];
-        y[i] = shift ? v * scale[stat] + shift[stat] : v * scale[stat];
+        y[i] = shift ? x[i] * scale[stat] + shift[stat] : x[i] * scale[stat];
     }
 };
 
@@ -296,14 +294,15 @@ struct NormalizeGradOp {
 // ---- per-statistic coefficients ----
 
 template <typename T>
-__global__ void scale_shift_kernel(int64_t stats, int64_t channels, const T* var, double eps,
-                                   const T* weight, const T* bias, T* scale, T* shift) {
+__global__ void scale_shift_kernel(int64_t stats, int64_t channels, const T* mean, const T* var,
+                                   double eps, const T* weight, const T* bias, T* scale, T* shift) {
     for (int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; s < stats;
          s += int64_t(gridDim.x) * blockDim.x) {
         int64_t c = s % channels;
         double k, b;
-        norm_math::scale_shift(double(var[s]), eps, weight ? double(weight[c]) : 1.0,
-                               bias ? double(bias[c]) : 0.0, k, b);
+        norm_math::scale_shift(double(mean[s]), double(var[s]), eps,
+                               weight ? double(weight[c]) : 1.0, bias ? double(bias[c]) : 0.0, k,
+                               b);
         scale[s] = T(k);
         shift[s] = T(b);
     }
@@ -393,12 +392,11 @@ void channel_norm_forward(const ChannelNormLayout& layout, const StridedView& x,
         Scratch scratch(size_t(2 * stats) * sizeof(T));
         T* scale = scratch.as<T>();
         T* shift = scratch.as<T>(size_t(stats));
-        scale_shift_kernel<T><<<grid_for(stats), 256>>>(stats, layout.channels, var.ptr<const T>(),
-                                                        eps, optional_ptr<T>(weight),
-                                                        optional_ptr<T>(bias), scale, shift);
+        scale_shift_kernel<T><<<grid_for(stats), 256>>>(
+            stats, layout.channels, mean.ptr<const T>(), var.ptr<const T>(), eps,
+            optional_ptr<T>(weight), optional_ptr<T>(bias), scale, shift);
         LUMEN_CUDA_CHECK_LAUNCH("scale_shift_kernel");
-        apply<T>(layout,
-                 ScaleShiftOp<T>{x.ptr<const T>(), scale, shift, y.ptr<T>(), mean.ptr<const T>()});
+        apply<T>(layout, ScaleShiftOp<T>{x.ptr<const T>(), scale, shift, y.ptr<T>()});
     });
 }
 
