@@ -105,6 +105,16 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                 const T* xr = x + r * n;
                 const T* gr = g + r * n;
                 const T m = mean[r], rstd = rstd_in[r];
+                // x - mean to more than T's precision: the saved mean is rounded to T, which
+                // is a large error against x - m when the mean lies far above the spread, and
+                // the gradient's terms cancel (1 - xhat^2 for two entries); m_low is that
+                // rounding, the mean of (x - m) over the row (small terms, summed in double).
+                const T m_low =
+                    lay.center && n
+                        ? T(vec::lane_sum<T>(n, [&](int64_t i) { return T(xr[i] - m); }) /
+                            double(n))
+                        : T(0);
+                auto dev = [&](T v) { return T(T(v - m) - m_low); };
                 T sum_gw, sum_gwx;  // sums of g w and g w xhat over the row
                 int64_t first = (r % lay.groups) * cpg;
                 if (spatial == 1) {
@@ -113,11 +123,12 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     const T* wr = w + first;
                     for (int64_t i = 0; i < n; ++i) gw[i] = gr[i] * wr[i];
                     sum_gw = T(vec::lane_sum<T>(n, [&](int64_t i) { return gw[i]; }));
-                    sum_gwx = T(vec::lane_sum<T>(n, [&](int64_t i) { return T(gw[i] * (xr[i] - m)); })) *
-                              rstd;
+                    sum_gwx =
+                        T(vec::lane_sum<T>(n, [&](int64_t i) { return T(gw[i] * dev(xr[i])); })) *
+                        rstd;
                     if (want_affine) {
                         for (int64_t i = 0; i < n; ++i) {
-                            fw[i] += gr[i] * ((xr[i] - m) * rstd);
+                            fw[i] += gr[i] * (dev(xr[i]) * rstd);
                             fb[i] += gr[i];
                         }
                         if (++pending == kFold || r + 1 == r_hi || lay.groups > 1) {
@@ -134,7 +145,7 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                         T c = sum_gwx * inv_n;
                         T* dr = dx + r * n;
                         for (int64_t i = 0; i < n; ++i)
-                            dr[i] = norm_math::grad_x(gw[i], xr[i], m, rstd, a, c);
+                            dr[i] = norm_math::grad_x(gw[i], T(xr[i] - m), m_low, rstd, a, c);
                     }
                     continue;
                 }
@@ -143,7 +154,8 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     const T* xs = xr + j * spatial;
                     const T* gs = gr + j * spatial;
                     T sg = T(vec::lane_sum<T>(spatial, [&](int64_t s) { return gs[s]; }));
-                    T sgx = T(vec::lane_sum<T>(spatial, [&](int64_t s) { return T(gs[s] * (xs[s] - m)); })) *
+                    T sgx = T(vec::lane_sum<T>(spatial,
+                                               [&](int64_t s) { return T(gs[s] * dev(xs[s])); })) *
                             rstd;
                     ch_g[j] = sg;
                     ch_gx[j] = sgx;
@@ -171,7 +183,7 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                         const T* gs = gr + j * spatial;
                         T* ds = dr + j * spatial;
                         for (int64_t s = 0; s < spatial; ++s)
-                            ds[s] = gs[s] * k1 + (xs[s] - m) * k2 + k3;
+                            ds[s] = gs[s] * k1 + dev(xs[s]) * k2 + k3;
                     }
                 }
             }

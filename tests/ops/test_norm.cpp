@@ -606,3 +606,24 @@ TEST_CASE("group_norm: the float32 forward forms x - mean first", "[ops][norm]")
     double r = 1 / std::sqrt(half * half + 1e-5);
     require_close(z, {-half * r, half * r}, 1e-6, 1e-7);
 }
+
+TEST_CASE("layer_norm: float32 gradients at a mean that is no float, far above the spread",
+          "[ops][norm]") {
+    // Two entries 51 and 51.05 (eps 1e-5): dx = rstd w (1 - xhat^2) (g1 - g2) / 2 keeps
+    // 1.6% of its terms, so the saved mean's rounding to float (1.9e-6 against a deviation of
+    // 0.025) became a 1% error of dx; PyTorch's float32 is within 0.1%. The backward now takes
+    // the rounding off x - m.
+    Tensor x64 =
+        tensor({51.0, 51.05, -81.38603, -81.82202}, {2, 2}, DType::float32).to(DType::float64);
+    Tensor w64 = tensor({0.5668755, 1.1743215}, {2}, DType::float64);
+    Tensor g64 = tensor({0.23368172, 2.516095, 0.4320797, 0.79900193}, {2, 2}, DType::float64);
+    auto grads = [&](DType dtype) {
+        Tensor x = x64.to(dtype).detach().requires_grad_();
+        Tensor w = w64.to(dtype).detach().requires_grad_();
+        layer_norm(x, {2}, w, {}, 1e-5).backward(g64.to(dtype));
+        return std::vector<Tensor>{x.grad().to(DType::float64), w.grad().to(DType::float64)};
+    };
+    std::vector<Tensor> want = grads(DType::float64), got = grads(DType::float32);
+    require_close(got[0], want[0].to_vector<double>(), 1e-3, 1e-6);
+    require_close(got[1], want[1].to_vector<double>(), 1e-5, 1e-6);
+}
