@@ -194,18 +194,29 @@ def _offset(r, x):
     return x
 
 
-def _norm_terms(x, dims, eps, weight, dout, center=True):
-    """The terms of a normalization's input gradient, rstd |w| (|g| + mean |g| + |xhat|
-    mean |g xhat|) over the statistic's dims: it cancels to ~0 when every entry is equal or
-    the statistic holds one entry, where PyTorch's float32 can be exact by luck."""
+def _norm_terms(x, dims, eps, weight, dout, center=True, stats=None):
+    """The terms of a normalization's gradients over the statistic's dims (or with the given
+    (mean, var), running statistics, whose input gradient does not cancel):
+      input:  rstd |w| (|g| + mean |g| + |xhat| mean |g xhat|), ~0 when every entry is equal or
+              the statistic holds one or two entries (1 - xhat^2 cancels);
+      weight: sum |g xhat|, bias: sum |g| (sums whose result can be ~0),
+    where PyTorch's float32 can be exact by luck."""
     if not x.numel() or not dims:
-        return 0.0
-    m = x.mean(dims, keepdim=True) if center else 0.0
-    rstd = torch.rsqrt(((x - m) ** 2).mean(dims, keepdim=True) + eps)
+        return {}
+    if stats is None:
+        m = x.mean(dims, keepdim=True) if center else 0.0
+        var = ((x - m) ** 2).mean(dims, keepdim=True)
+    else:
+        m, var = stats
+    rstd = torch.rsqrt(var + eps)
     xhat, g = ((x - m) * rstd).abs(), dout.abs()
     w = _absmax(weight) if weight is not None else 1.0
-    t = rstd * w * (g + g.mean(dims, keepdim=True) + xhat * (g * xhat).mean(dims, keepdim=True))
-    return _absmax(t)
+    found = {"grad.in.weight": float((g * xhat).sum()), "grad.in.bias": float(g.sum())}
+    if stats is None:
+        t = rstd * w * (g + g.mean(dims, keepdim=True) +
+                        xhat * (g * xhat).mean(dims, keepdim=True))
+        found["grad.in.input"] = _absmax(t)
+    return found
 
 
 def _channel_fold(x, mean, var, eps, w):
@@ -237,8 +248,8 @@ def layer_norm(r, op):
 
     def terms(inputs, config, douts):
         dims = list(range(rank - k, rank))
-        return {"grad.in.input": _norm_terms(inputs["input"], dims, config.get("eps", 1e-5),
-                                             inputs.get("weight"), douts["y"])}
+        return _norm_terms(inputs["input"], dims, config.get("eps", 1e-5), inputs.get("weight"),
+                           douts["y"])
     return Case(fn, inputs, config, ulps=64, terms=terms,
                 note=f"layer_norm {shape} over {normalized}")
 
@@ -267,8 +278,8 @@ def rms_norm(r, op):
         eps = config.get("eps")
         eps = torch.finfo(torch.float32).eps if eps is None else eps
         dims = list(range(rank - k, rank))
-        return {"grad.in.input": _norm_terms(inputs["input"], dims, eps, inputs.get("weight"),
-                                             douts["y"], center=False)}
+        return _norm_terms(inputs["input"], dims, eps, inputs.get("weight"), douts["y"],
+                           center=False)
     return Case(fn, inputs, config, ulps=64, terms=terms,
                 note=f"rms_norm {shape} over {normalized}")
 
@@ -300,8 +311,8 @@ def group_norm(r, op):
         if not x.numel():
             return {}
         per_group = [x.shape[0], groups, -1]
-        return {"grad.in.input": _norm_terms(x.reshape(per_group), [2], config.get("eps", 1e-5),
-                                             inputs.get("weight"), douts["y"].reshape(per_group))}
+        return _norm_terms(x.reshape(per_group), [2], config.get("eps", 1e-5),
+                           inputs.get("weight"), douts["y"].reshape(per_group))
     return Case(fn, inputs, config, ulps=64, no_grad=("weight",) if empty else (), terms=terms,
                 note=f"group_norm {shape} groups {groups}")
 
@@ -336,12 +347,15 @@ def instance_norm(r, op):
             view = [1, -1] + [1] * (len(shape) - 2)
             w = inputs.get("weight")
             w = w.abs().reshape(view) if w is not None else 1.0
-            return {"out.y": _channel_fold(inputs["input"], inputs["running_mean"].reshape(view),
-                                           inputs["running_var"].reshape(view),
-                                           config.get("eps", 1e-5), w)}
+            mean = inputs["running_mean"].reshape(view)
+            var = inputs["running_var"].reshape(view)
+            found = _norm_terms(inputs["input"], [0], config.get("eps", 1e-5), inputs.get("weight"),
+                                douts["y"], stats=(mean, var))
+            found["out.y"] = _channel_fold(inputs["input"], mean, var, config.get("eps", 1e-5), w)
+            return found
         dims = list(range(2, len(shape)))
-        return {"grad.in.input": _norm_terms(inputs["input"], dims, config.get("eps", 1e-5),
-                                             inputs.get("weight"), douts["y"])}
+        return _norm_terms(inputs["input"], dims, config.get("eps", 1e-5), inputs.get("weight"),
+                           douts["y"])
     return Case(fn, inputs, config, ulps=64, no_grad=("running_mean", "running_var"),
                 terms=terms, note=f"instance_norm {shape}")
 
@@ -380,9 +394,9 @@ def batch_norm(r, op):
             var = inputs["running_var"].reshape(mean.shape)
         w = inputs.get("weight")
         w = w.abs().reshape(mean.shape) if w is not None else 1.0
-        found = {"out.y": _channel_fold(x, mean, var, eps, w)}
-        if training:
-            found["grad.in.input"] = _norm_terms(x, dims, eps, inputs.get("weight"), douts["y"])
+        found = _norm_terms(x, dims, eps, inputs.get("weight"), douts["y"],
+                            stats=None if training else (mean, var))
+        found["out.y"] = _channel_fold(x, mean, var, eps, w)
         return found
     return Case(fn, inputs, config, ulps=64, no_grad=("running_mean", "running_var"),
                 terms=terms, note=f"batch_norm {shape} training {training}")
