@@ -924,9 +924,11 @@ def bce_with_logits(r, op):
         d = douts["y"].abs()
         if config.get("reduction", "mean") == "mean" and x.numel():
             d = d / x.numel()
-        # (+ 2^-52: PyTorch 1.13 forms log(1 + e^-|x|) with log, not log1p, so its float64
-        # reference is 0 where the value is below double's epsilon, e.g. 1e-29 at x = 66.)
-        t_out = w * ((1 - y) * x.abs() + (1 + (pw - 1) * y).abs() * (F.softplus(-x) + 2 ** -52))
+        # (+ 2^-52 / (64 eps32), so that U eps S covers 2^-52: PyTorch 1.13 forms
+        # log(1 + e^-|x|) with log, not log1p, so its float64 reference is 0 where the value is
+        # below double's epsilon, e.g. 1e-17 at x = 38.6.)
+        t_out = w * ((1 - y) * x.abs() +
+                     (1 + (pw - 1) * y).abs() * (F.softplus(-x) + 2.0 ** -52 / (64 * 2.0 ** -24)))
         t_in = w * ((1 + (pw - 1) * y).abs() * torch.sigmoid(x) + pw * y) * d
         t_target = w * ((pw - 1).abs() * F.softplus(-x) + x.abs()) * d
         reduction = config.get("reduction", "mean")
@@ -988,13 +990,31 @@ def regression_loss(r, op):
                     flat[i] = ybf[i] + r.pick(offsets)
             x = flat.reshape(x.shape)
     _reduction(r, config)
+    def terms(inputs, config, douts):
+        # A broadcast input's gradient sums the elementwise gradients over the broadcast dims,
+        # which can cancel: its terms are the sum of their magnitudes.
+        xb, yb = (t.detach().clone().requires_grad_(True)
+                  for t in torch.broadcast_tensors(inputs["input"], inputs["target"]))
+        if not xb.numel():
+            return {}
+        getattr(F, op)(xb, yb, **config).backward(douts["y"].abs().reshape(
+            [] if config.get("reduction", "mean") != "none" else xb.shape))
+        found = {}
+        for name, grad in (("input", xb.grad), ("target", yb.grad)):
+            shape = inputs[name].shape
+            lead = grad.dim() - len(shape)
+            dims = list(range(lead)) + [lead + i for i, n in enumerate(shape) if n == 1]
+            summed = grad.abs().sum(dims, keepdim=True) if dims else grad.abs()
+            found["grad.in." + name] = _absmax(summed)
+        return found
+
     # PyTorch 1.13 bug: smooth_l1_loss with beta = 0 (documented as l1_loss) takes its
     # x <= -beta branch at d = 0, a gradient of -1 where l1_loss's (and lumen's) is 0.
     if op == "smooth_l1_loss" and param == 0.0 and bool((x - y == 0).any()):
         raise Skip("PyTorch 1.13 bug: smooth_l1_loss beta=0 gradient at d = 0")
     fn = getattr(F, op)
     return Case(lambda input, target, **kw: fn(input, target, **kw), {"input": x, "target": y},
-                config, ulps=64, note=f"{op} {shape} vs {other}")
+                config, ulps=64, terms=terms, note=f"{op} {shape} vs {other}")
 
 
 BUILDERS = {
