@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 INF = math.inf
+NAN = math.nan
 
 
 class Case:
@@ -103,3 +104,13 @@ class R:
     def dim(self, rank):
         d = self.int(0, rank - 1)
         return d - rank if self.chance(0.4) else d
+
+
+def absmax(x):
+    return float(x.abs().max()) if x.numel() else 0.0
+
+
+def maybe(r, config, key, value, p=0.7):
+    """Puts key=value into config with probability p (else the default applies)."""
+    if r.chance(p):
+        config[key] = value
