@@ -78,7 +78,8 @@ def generate(out, seed, cases, ops, skipped, verbose=False):
                 case = BUILDERS[op](r, op)
                 path = os.path.join(out, f"{op}_{made:03d}.safetensors")
                 record(path, "op." + op, case.fn, case.inputs, case.config, ulps=case.ulps,
-                       linear=case.linear, no_grad=case.no_grad, terms=case.terms, seed=seed * 100003 + attempt,
+                       linear=case.linear, no_grad=case.no_grad, terms=case.terms,
+                       seed=seed * 100003 + attempt,
                        note=f"seed {seed} attempt {attempt - 1}: {case.note}")
             except Skip as e:
                 if verbose:
