@@ -10,7 +10,7 @@ and checked by ctest (`lumen check-vectors tests/data/oracle`).
   /usr/bin/python3 tests/oracle/gen_random_ops.py --ops matmul,var --seed 3 --out /tmp/r3
   /usr/bin/python3 tests/oracle/gen_random_ops.py --pinned   # the regression vectors below
 
-What the draws cover (random_op_cases.py, random_values.py): ranks 1-5, sizes 0 and 1,
+What the draws cover (random_cases_*.py, random_values.py): ranks 1-5, sizes 0 and 1,
 broadcasting (matmul batch dims, loss weights and targets), negative dims, odd convolution
 and pooling geometry (stride above the kernel, dilation, ceil_mode, padding up to half the
 kernel, output padding, groups, depthwise, unbatched inputs), magnitudes 1e-4 to 1e4 (per
@@ -19,7 +19,22 @@ ops, +0 and -0), infinities and NaN where PyTorch defines the result, large logi
 
 Each case is reproducible from its note ("seed S attempt A"): --seed S --ops OP regenerates
 it. Draws PyTorch rejects, and the exclusions documented where they are made (a PyTorch bug,
-an ill-conditioned float32 problem), are skipped and counted in the summary.
+an ill-conditioned float32 problem), are skipped and counted in the summary. The PyTorch
+1.13 bugs kept out of the references (each reproduced with a minimal input):
+  - interpolate, nearest modes: the backward with a scale factor that leaves a size
+    unchanged routes gradients to inputs the forward never read;
+  - max_pool: a window of padding taps only (dilation) gets index -1 and its backward
+    writes out of bounds (heap corruption in the generator);
+  - scatter_add: the src gradient has index's shape when index is smaller than src (the
+    reference scatters src's index-shaped block, the same function);
+  - elu and hardtanh: the gradient at NaN depends on the element's position (vectorized
+    loop vs scalar tail), so no NaN inputs;
+  - smooth_l1_loss with beta = 0: gradient -1 at d = 0 (l1_loss, which it is documented to
+    equal, gives 0);
+  - var: a finite gradient for a NaN result with fewer values than the correction, and inf
+    over all dims with as many; group_norm: a NaN weight gradient on empty groups;
+  - binary_cross_entropy: the target gradient without the forward's -100 clamp of the logs
+    (+-inf at x = 0 or 1).
 """
 import argparse
 import collections
