@@ -1,9 +1,13 @@
 // The conformance runner: file discovery, building an adapter call from a vector's tensors,
-// the backward pass of loss = sum_k <out_k, dout_k>, and the tolerance comparison.
+// the backward pass of loss = sum_k <out_k, dout_k>, and the tolerance comparison (finite
+// values within atol + rtol |want|, the vector's or the tensor's own pair; infinities and NaNs
+// exactly, position by position).
 #include "conformance/check_vectors.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iomanip>
@@ -34,6 +38,18 @@ constexpr double kDefaultAtol = 1e-5;
 struct Tolerance {
     double rtol = kDefaultRtol;
     double atol = kDefaultAtol;
+};
+
+// The vector's rtol/atol, and the optional metadata 'tolerance': a JSON object from tensor
+// names ("out.y", "grad.in.input") to [rtol, atol] pairs that replace the vector's for those
+// tensors.
+struct Tolerances {
+    Tolerance all;
+    std::map<std::string, Tolerance> tensors;
+    const Tolerance& of(const std::string& name) const {
+        auto it = tensors.find(name);
+        return it == tensors.end() ? all : it->second;
+    }
 };
 
 // A vector's tensors grouped by role, with the prefix removed ("in.input" -> in["input"]).
@@ -79,16 +95,42 @@ double metadata_number(const std::map<std::string, std::string>& metadata, const
                        double fallback) {
     auto it = metadata.find(key);
     if (it == metadata.end()) return fallback;
-    size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
+    // strtod, not stod: a denormal tolerance ("1.2e-322") underflows, which stod refuses.
+    const char* text = it->second.c_str();
+    char* end = nullptr;
+    double value = std::strtod(text, &end);
+    size_t used = it->second.empty() || std::isspace(static_cast<unsigned char>(text[0]))
+                      ? 0
+                      : size_t(end - text);
+    if (!std::isfinite(value)) used = 0;
     LUMEN_CHECK(used == it->second.size() && used > 0 && value >= 0, "check-vectors", "metadata '",
                 key, "' must be a non-negative number, got '", it->second, "'");
     return value;
+}
+
+Tolerances parse_tolerances(const std::map<std::string, std::string>& metadata,
+                            const TensorMap& tensors) {
+    Tolerances tol;
+    tol.all.rtol = metadata_number(metadata, "rtol", kDefaultRtol);
+    tol.all.atol = metadata_number(metadata, "atol", kDefaultAtol);
+    auto it = metadata.find("tolerance");
+    if (it == metadata.end()) return tol;
+    nlohmann::json json = parse_json_strict(it->second, "check-vectors", "metadata 'tolerance'", 4);
+    LUMEN_CHECK(json.is_object(), "check-vectors",
+                "metadata 'tolerance' must be a JSON object of [rtol, atol] pairs, got ",
+                json.dump());
+    for (const auto& [name, pair] : json.items()) {
+        bool ok = pair.is_array() && pair.size() == 2 && pair[0].is_number() &&
+                  pair[1].is_number() && pair[0].get<double>() >= 0 && pair[1].get<double>() >= 0;
+        LUMEN_CHECK(ok, "check-vectors", "metadata 'tolerance' of '", name,
+                    "' must be [rtol, atol] with two non-negative numbers, got ", pair.dump());
+        bool compared = name.rfind("out.", 0) == 0 || name.rfind("grad.", 0) == 0;
+        LUMEN_CHECK(compared && tensors.count(name), "check-vectors",
+                    "metadata 'tolerance' names '", name,
+                    "', which is not an out.* or grad.* tensor of the vector");
+        tol.tensors[name] = {pair[0].get<double>(), pair[1].get<double>()};
+    }
+    return tol;
 }
 
 nlohmann::json parse_config(const std::map<std::string, std::string>& metadata) {
@@ -131,7 +173,7 @@ Shape unravel(int64_t linear, const Shape& shape) {
 
 // Running comparison over all tensors of a vector; `failure` keeps the first failing tensor.
 struct Comparison {
-    Tolerance tol;
+    Tolerances tol;
     double max_abs = 0;
     double max_rel = 0;
     std::string failure;
@@ -142,31 +184,41 @@ struct Comparison {
     void compare(const std::string& name, const Tensor& got, const Tensor& want);
 };
 
-void Comparison::compare(const std::string& name, const Tensor& got, const Tensor& want) {
+void Comparison::compare(const std::string& name, const Tensor& result, const Tensor& want) {
+    // The vectors store a scalar as [1] (README: "A scalar is stored with shape [1]").
+    Tensor got = result.ndim() == 0 && want.shape() == Shape{1} ? result.reshape({1}) : result;
     if (got.shape() != want.shape()) {
         return fail(
             detail::cat(name, ": shape ", got.shape(), " but the vector has ", want.shape()));
     }
+    const Tolerance& t = tol.of(name);
     std::vector<double> g = got.detach().to_vector<double>();
     std::vector<double> w = want.to_vector<double>();
     double worst_excess = 0;
     int64_t worst = -1;
     for (size_t i = 0; i < w.size(); ++i) {
-        bool both_nan = std::isnan(g[i]) && std::isnan(w[i]);
-        double error = both_nan ? 0.0 : std::abs(g[i] - w[i]);
-        if (std::isnan(error)) error = INFINITY;  // NaN against a number
+        double error = 0, excess = 0;
+        if (std::isfinite(w[i]) && std::isfinite(g[i])) {
+            error = std::abs(g[i] - w[i]);
+            excess = error - (t.atol + t.rtol * std::abs(w[i]));
+        } else if (!(g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i])))) {
+            // An infinity or NaN on either side must be matched exactly: atol + rtol * inf
+            // would allow anything, and NaN - allowed compares false.
+            error = excess = INFINITY;
+        }
         max_abs = std::max(max_abs, error);
-        if (std::abs(w[i]) > tol.atol) max_rel = std::max(max_rel, error / std::abs(w[i]));
-        double excess = error - (tol.atol + tol.rtol * std::abs(w[i]));
+        if (std::isfinite(w[i]) && std::abs(w[i]) > t.atol)
+            max_rel = std::max(max_rel, error / std::abs(w[i]));
         if (excess > 0 && (worst < 0 || excess > worst_excess)) {
             worst_excess = excess;
             worst = int64_t(i);
         }
     }
     if (worst < 0) return;
-    fail(detail::cat(name, ": max_abs=", sci(std::abs(g[worst] - w[worst])), " at ",
-                     unravel(worst, want.shape()), " (got ", g[worst], ", want ", w[worst],
-                     ", allowed ", sci(tol.atol + tol.rtol * std::abs(w[worst])), ")"));
+    double allowed = std::isfinite(w[worst]) ? t.atol + t.rtol * std::abs(w[worst]) : 0.0;
+    double error = std::isfinite(worst_excess) ? std::abs(g[worst] - w[worst]) : INFINITY;
+    fail(detail::cat(name, ": max_abs=", sci(error), " at ", unravel(worst, want.shape()), " (got ",
+                     g[worst], ", want ", w[worst], ", allowed ", sci(allowed), ")"));
 }
 
 // loss = sum_k sum(out_k * dout_k) over outputs that carry a graph, then backward.
@@ -216,8 +268,7 @@ void run_vector(const std::string& path, Device device, VectorResult* result) {
         return;
     }
     Comparison comparison;
-    comparison.tol.rtol = metadata_number(file.metadata, "rtol", kDefaultRtol);
-    comparison.tol.atol = metadata_number(file.metadata, "atol", kDefaultAtol);
+    comparison.tol = parse_tolerances(file.metadata, file.tensors);
     VectorTensors t = group_tensors(file.tensors);
     check_references(t);
     LUMEN_CHECK(!t.out.empty(), "check-vectors", "the vector has no out.* tensor to check");

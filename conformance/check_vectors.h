@@ -36,9 +36,12 @@ struct VectorResult {
 // unreadable file, an unknown module, an op error): that is a failed result with the reason.
 //   inputs: in.* (floating -> float32; a leaf with requires_grad when grad.in.* exists),
 //           p.* (floating -> float32 leaves with requires_grad), b.* (floating -> float32)
-//   check:  every out.* within |got - want| <= atol + rtol |want| (metadata rtol, atol);
-//           with dout.*: loss = sum_k sum(out_k * dout_k), backward, then every grad.in.* and
-//           grad.p.* against the leaf's grad (no grad = zeros).
+//   check:  every out.* within |got - want| <= atol + rtol |want| (metadata rtol, atol, or
+//           the tensor's own [rtol, atol] in metadata 'tolerance', a JSON object keyed by
+//           tensor name); infinities and NaNs exactly, position by position; a 0-d result
+//           against a scalar stored as [1]. With dout.*: loss = sum_k sum(out_k * dout_k),
+//           backward, then every grad.in.* and grad.p.* against the leaf's grad (no grad =
+//           zeros), the same way.
 VectorResult check_vector_file(const std::string& path, const std::string& display, Device device);
 
 // "PASS  <display>  module=<m>  max_abs=<e> max_rel=<e>" or "FAIL  <display>  module=<m>  <why>".

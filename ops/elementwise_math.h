@@ -24,7 +24,7 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
 
 // The math library's primitives. The CPU's float replacements keep these meanings (within a
-// few ulp, and up to the sign of a zero for where_positive).
+// few ulp).
 struct LibraryMath {
     template <typename T>
     LUMEN_HOST_DEVICE static T exp(T v) {
@@ -76,7 +76,8 @@ struct LibraryMath {
     LUMEN_HOST_DEVICE static T expm1_below(T v) {
         return std::expm1(v);
     }
-    // v > 0 ? above : below.
+    // v > 0 ? above : below: +0, -0 and NaN take `below` (PyTorch's ELU backward takes
+    // alpha e^x at both zeros, and NaN there).
     template <typename T>
     LUMEN_HOST_DEVICE static T where_positive(T v, T above, T below) {
         return v > T(0) ? above : below;

@@ -1,6 +1,7 @@
 // Losses: argument checks (shapes, dtypes, reduction), the (N, C, S) and pointwise layouts
 // the kernels take, the reduction, and the backward rules, which run dedicated kernels on the
-// saved inputs (cross_entropy also keeps the per-sample logsumexp, N S values). Kernels of the
+// saved inputs (cross_entropy also keeps the per-sample logsumexp as its two parts, the max and
+// the log of the shifted sum, 2 N S values: ops/loss_math.h says why). Kernels of the
 // input's device: ops/{cpu,cuda}/loss (class losses) and ops/{cpu,cuda}/loss_pointwise.
 #include "ops/loss.h"
 
@@ -9,6 +10,7 @@
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
 #include "core/profiler.h"
+#include "ops/elementwise.h"
 #include "ops/loss_kernels.h"
 #include "ops/reduce.h"
 
@@ -76,6 +78,7 @@ struct ClassProblem {
     int64_t samples = 1, classes = 1, positions = 1;  // N, C, S
     Shape nsc() const { return {samples, classes, positions}; }
     Shape ns() const { return {samples, positions}; }
+    Shape lse_parts() const { return {2, samples, positions}; }  // max, log-sum
 };
 
 ClassProblem class_problem(const Tensor& input, const char* op) {
@@ -143,11 +146,12 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
     Device device = input.device();
     Tensor losses =
         reduction == Reduction::none ? empty(target.shape(), input.dtype(), device) : Tensor();
-    Tensor lse = record && options.from_logits ? empty(p.ns(), input.dtype(), device) : Tensor();
+    Tensor lse =
+        record && options.from_logits ? empty(p.lse_parts(), input.dtype(), device) : Tensor();
     double totals[2] = {0, 0};
     int64_t invalid = -1;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(t, p.ns(), op), optional_view(w, op),
-                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+                           view_as(losses, p.ns(), op), view_as(lse, p.lse_parts(), op)};
     invalid = LUMEN_DISPATCH(input, class_loss_forward, views[0], views[1], views[2], options,
                              views[3], views[4], totals);
     LUMEN_CHECK(invalid < 0, op, "target ", invalid < 0 ? 0 : int64_t(element_at(t, invalid)),
@@ -163,15 +167,36 @@ Tensor class_index_loss(const Tensor& input, const Tensor& target, const Tensor&
                         Tensor x = saved_x.get();
                         GradScale g = grad_scale(grad_out, reduction, total_weight);
                         Tensor grad_input = empty(x.shape(), x.dtype(), x.device());
-                        StridedView v[] = {
-                            view_as(x, p.nsc(), op),           view_as(saved_t.get(), p.ns(), op),
-                            optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
-                            view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op)};
+                        StridedView v[] = {view_as(x, p.nsc(), op),
+                                           view_as(saved_t.get(), p.ns(), op),
+                                           optional_view(saved_w.get(), op),
+                                           view_as(saved_lse.get(), p.lse_parts(), op),
+                                           view_as(g.per_sample, p.ns(), op),
+                                           view_as(grad_input, p.nsc(), op)};
                         LUMEN_DISPATCH(x, class_loss_backward, v[0], v[1], v[2], options, v[3],
                                        v[4], g.scale, v[5]);
                         return std::vector<Tensor>{grad_input};
                     });
     return out;
+}
+
+// d loss / d w_c = sum over samples of g q_c (lse - x_c), q = (1 - ls) target + ls / C, with
+// lse - x_c = (max - x_c) + log_sum from the forward's two parts: the probability form is
+// differentiable in the class weights, as PyTorch's (its class-index form is not, in neither).
+Tensor class_weight_grad(const ClassProblem& p, const Tensor& x, const Tensor& q, const Tensor& lse,
+                         const GradScale& g, double label_smoothing) {
+    NoGradGuard no_grad;
+    // No samples: zero, not the sum of nothing times a mean's 1 / 0.
+    if (p.samples * p.positions == 0) return zeros({p.classes}, x.dtype(), x.device());
+    Shape per_sample = {p.samples, 1, p.positions};
+    Tensor max = lse.narrow(0, 0, 1).reshape(per_sample);
+    Tensor log_sum = lse.narrow(0, 1, 1).reshape(per_sample);
+    Tensor lse_minus_x = add(sub(max, x.reshape(p.nsc())), log_sum);
+    Tensor smoothed =
+        add(mul(q.reshape(p.nsc()), 1 - label_smoothing), label_smoothing / double(p.classes));
+    Tensor terms = mul(smoothed, lse_minus_x);
+    if (g.per_sample.defined()) terms = mul(terms, g.per_sample.reshape(per_sample));
+    return mul(sum(terms, {0, 2}), g.scale);
 }
 
 // cross_entropy with class-probability targets (target has input's shape).
@@ -182,22 +207,24 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
     ClassProblem p = class_problem(input, op);
     Tensor x = contiguous_data(input), q = contiguous_data(target), w = contiguous_data(weight);
     bool need_x = needs_recording({input}), need_q = needs_recording({target});
+    bool need_w = needs_recording({weight});
     Device device = input.device();
     Tensor losses = reduction == Reduction::none
                         ? empty(target_shape_of(input), input.dtype(), device)
                         : Tensor();
-    Tensor lse = empty(p.ns(), input.dtype(), device);
+    Tensor lse = empty(p.lse_parts(), input.dtype(), device);
     double total = 0;
     StridedView views[] = {view_as(x, p.nsc(), op), view_as(q, p.nsc(), op), optional_view(w, op),
-                           view_as(losses, p.ns(), op), view_as(lse, p.ns(), op)};
+                           view_as(losses, p.ns(), op), view_as(lse, p.lse_parts(), op)};
     LUMEN_DISPATCH(input, soft_cross_entropy_forward, views[0], views[1], views[2], label_smoothing,
                    views[3], views[4], &total);
     double samples = double(p.samples * p.positions);
     Tensor out = finish(reduction, total, samples, losses, input);
-    // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c)
+    // d/dx_c = softmax_c sum_k w_k q_k - w_c q_c;  d/dtarget_c = (1 - ls) w_c (lse - x_c);
+    // d/dw_c: class_weight_grad
     record_backward(
-        op, {input, target}, out,
-        [p, label_smoothing, reduction, samples, need_x, need_q, op, saved_x = save(x),
+        op, {input, target, weight}, out,
+        [p, label_smoothing, reduction, samples, need_x, need_q, need_w, op, saved_x = save(x),
          saved_q = save(q), saved_w = save(w), saved_lse = save(lse)](const Tensor& grad_out) {
             Tensor x = saved_x.get();
             GradScale g = grad_scale(grad_out, reduction, samples);
@@ -205,12 +232,15 @@ Tensor class_probability_loss(const Tensor& input, const Tensor& target, const T
             Tensor grad_target = need_q ? empty(x.shape(), x.dtype(), x.device()) : Tensor();
             StridedView v[] = {
                 view_as(x, p.nsc(), op),           view_as(saved_q.get(), p.nsc(), op),
-                optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.ns(), op),
+                optional_view(saved_w.get(), op),  view_as(saved_lse.get(), p.lse_parts(), op),
                 view_as(g.per_sample, p.ns(), op), view_as(grad_input, p.nsc(), op),
                 view_as(grad_target, p.nsc(), op)};
             LUMEN_DISPATCH(x, soft_cross_entropy_backward, v[0], v[1], v[2], label_smoothing, v[3],
                            v[4], g.scale, v[5], v[6]);
-            return std::vector<Tensor>{grad_input, grad_target};
+            Tensor grad_weight =
+                need_w ? class_weight_grad(p, x, saved_q.get(), saved_lse.get(), g, label_smoothing)
+                       : Tensor();
+            return std::vector<Tensor>{grad_input, grad_target, grad_weight};
         });
     return out;
 }

@@ -23,10 +23,11 @@ namespace lumen {
 //  - class probabilities: a float tensor of input's shape and dtype; with q = (1 - ls) target
 //    + ls / C: loss = sum_c w[c] q[c] (lse - x[c]); "mean" divides by the number of samples
 //    (N d1 ... dk). ignore_index must stay negative here (PyTorch rejects it).
-// weight: optional per-class weights (C) of input's dtype. Gradients: input, and target in
-// the probability form. Throws on a target outside [0, C) (naming the value and C), on
-// shapes that fit neither form, a wrong target or weight dtype, a weight not of length C,
-// label_smoothing outside [0, 1], or an unknown reduction.
+// weight: optional per-class weights (C) of input's dtype. Gradients: input, and target and
+// weight in the probability form (as PyTorch, whose class-index form has no weight gradient).
+// Throws on a target outside [0, C) (naming the value and C), on shapes that fit neither form, a
+// wrong target or weight dtype, a weight not of length C, label_smoothing outside [0, 1], or an
+// unknown reduction.
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
                      int64_t ignore_index = -100, const std::string& reduction = "mean",
                      double label_smoothing = 0.0);

@@ -38,8 +38,10 @@ namespace cpu {
 // ---- class-index targets: cross_entropy (from logits) and nll_loss (from log-probs) ----
 
 // Shapes: input (N, C, S) contiguous float32/float64; target (N, S) int64 contiguous; weight
-// (C) of input's dtype or absent; losses and lse (N, S) of input's dtype, each optional
-// (lse is only written when from_logits). For each sample with target t != ignore_index:
+// (C) of input's dtype or absent; losses (N, S) and lse (2, N, S) of input's dtype, each
+// optional (lse is only written when from_logits): lse[0] the max over C, lse[1] the log of
+// sum_c e^(x_c - max), so that lse = lse[0] + lse[1] (kept apart: ops/loss_math.h). For each
+// sample with target t != ignore_index:
 //   loss = (1 - ls) w[t] (lse - x[t]) + ls / C sum_c w[c] (lse - x[c])   (from logits)
 //   loss = -w[t] x[t]                                                     (nll)
 // and 0 for ignored samples. totals[0] = sum of losses, totals[1] = sum of w[t] over
@@ -61,8 +63,8 @@ void class_loss_backward(const StridedView& input, const StridedView& target,
 
 // ---- class-probability targets: cross_entropy with a float target of the input's shape ----
 
-// Shapes: input, target (N, C, S) contiguous; weight (C) or absent; losses, lse (N, S),
-// losses optional. With q = (1 - ls) target + ls / C:
+// Shapes: input, target (N, C, S) contiguous; weight (C) or absent; losses (N, S), optional;
+// lse (2, N, S) as for class_loss_forward. With q = (1 - ls) target + ls / C:
 //   loss = sum_c w[c] q[c] (lse - x[c]);   totals[0] = sum of losses.
 void soft_cross_entropy_forward(const StridedView& input, const StridedView& target,
                                 const StridedView& weight, double label_smoothing,

@@ -109,10 +109,31 @@ LUMEN_HOST_DEVICE inline T element_grad_target(T x, T y, T w, T pw, T param) {
         return w * (clamped_log(T(1) - x) - clamped_log(x));
     } else if constexpr (K == PointwiseLoss::binary_cross_entropy_with_logits) {
         // log_sigmoid(-x) - pw log_sigmoid(x) = pw softplus(-x) - softplus(x)
-        return w * (pw * softplus<Math>(-x) - softplus<Math>(x));
+        // = (pw - 1) softplus(-x) - x: the difference of the two softplus terms, each ~log 2
+        // for small |x|, would lose |x| / log 2 of the result to cancellation (PyTorch: -x
+        // without pos_weight).
+        return w * ((pw - T(1)) * softplus<Math>(-x) - x);
     } else {
         return -element_grad_input<K, Math>(x, y, w, pw, param);
     }
+}
+
+// The class losses keep a sample's logsumexp over C in two parts, max = max_c x_c and
+// log_sum = log sum_c e^(x_c - max) in [0, log C]. Their sum, rounded to the dtype, is off by
+// up to half an ulp of max (5e-4 for float logits near 1e4), and e^(x - lse) would carry that
+// as a relative error into every probability: the gradient p_t - 1 of a confident sample then
+// cancels to nothing. x - max is exact whenever x is within a factor 2 of max (Sterbenz), so
+// e^((x - max) - log_sum) is accurate to a few ulp. `Math` supplies exp_nonpositive(v) = e^v
+// for v <= 0 (the CPU's vectorizable exp, exp on the GPU).
+template <typename Math, typename T>
+LUMEN_HOST_DEVICE inline T class_probability(T x, T max, T log_sum) {
+    return Math::exp_nonpositive(T(T(x - max) - log_sum));
+}
+
+// lse - x = (max - x) + log_sum, >= 0, without forming lse.
+template <typename T>
+LUMEN_HOST_DEVICE inline T lse_minus(T x, T max, T log_sum) {
+    return T(max - x) + log_sum;
 }
 
 // Calls body.template operator()<K>() for the runtime kind.

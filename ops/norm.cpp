@@ -286,7 +286,8 @@ Tensor instance_norm(const Tensor& x, const Tensor& running_mean, const Tensor& 
         Tensor var = running_var.detach().contiguous().clone();
         return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
     }
-    LUMEN_CHECK(spatial > 1, op, "Expected more than 1 spatial element when training, got input ",
+    // PyTorch refuses exactly one spatial element; none gives an empty result.
+    LUMEN_CHECK(spatial != 1, op, "Expected more than 1 spatial element when training, got input ",
                 "size ", x.shape());
     if (running_mean.defined() && x.numel() > 0) {
         // per-instance mean and biased variance, averaged over the batch in float64
@@ -335,11 +336,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         return channel_norm(op, x, layout, mean, var, false, weight, bias, eps);
     }
     int64_t count = batch * spatial;
-    LUMEN_CHECK(count > 1, op,
+    // PyTorch refuses exactly one value per channel; none gives an empty result and leaves the
+    // running statistics alone (zeros keep the backward's rstd finite, as in seq_norm).
+    LUMEN_CHECK(count != 1, op,
                 "Expected more than 1 value per channel when training, got input size ", x.shape());
     Tensor c = contiguous_or_null(x);
     Tensor mean = empty({channels}, x.dtype(), x.device());
     Tensor var = empty({channels}, x.dtype(), x.device());
+    if (count == 0) {
+        mean.zero_();
+        var.zero_();
+        return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
+    }
     moments_kernel(op, layout, c, mean, var);
     if (running_mean.defined()) {
         update_running(running_mean, mean, momentum);

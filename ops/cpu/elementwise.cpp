@@ -69,19 +69,26 @@ struct CpuMath : em::LibraryMath {
     // The vectorizable exp of the softmax kernels.
     static float exp_nonpositive(float v) { return vec::exp_nonpositive(v); }
 
-    // exp_nonpositive sees min(v, 0) only (the sign-bit mask below); NaN stays NaN. e^v - 1
+    // All ones where v > 0 (its bits, read as an int, lie in (0, +inf]), else zero: +0, -0,
+    // the negative numbers and every NaN. Integer compares, which GCC vectorizes.
+    static int32_t positive_mask(float v) {
+        int32_t bits = std::bit_cast<int32_t>(v);
+        return -int32_t((bits > 0) & (bits <= 0x7f800000));
+    }
+
+    // exp_nonpositive sees min(v, 0) only (positive v masked to +0); NaN stays NaN. e^v - 1
     // is PyTorch's CPU ELU formula too (absolute error ~6e-8 near 0).
     static float exp_below(float v) {
-        int32_t bits = std::bit_cast<int32_t>(v);
-        return vec::exp_nonpositive(std::bit_cast<float>(bits & (bits >> 31)));
+        int32_t bits = std::bit_cast<int32_t>(v) & ~positive_mask(v);
+        return vec::exp_nonpositive(std::bit_cast<float>(bits));
     }
     static float expm1_below(float v) { return exp_below(v) - 1.0f; }
 
-    // Chosen by a mask from the sign bit of v: -0 counts as negative.
+    // Chosen through positive_mask: LibraryMath's v > 0 ? above : below, bit for bit.
     static float where_positive(float v, float above, float below) {
-        int32_t negative = std::bit_cast<int32_t>(v) >> 31;  // all ones for v < 0 (and -0)
-        return std::bit_cast<float>((std::bit_cast<int32_t>(below) & negative) |
-                                    (std::bit_cast<int32_t>(above) & ~negative));
+        int32_t positive = positive_mask(v);
+        return std::bit_cast<float>((std::bit_cast<int32_t>(above) & positive) |
+                                    (std::bit_cast<int32_t>(below) & ~positive));
     }
 
     // e = exp(-|v|) never overflows, and the result is 1 / (1 + e) for v >= 0, e / (1 + e)

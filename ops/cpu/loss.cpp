@@ -60,6 +60,28 @@ std::array<double, K> sum_tasks(int64_t tasks, int64_t elements_per_task, const 
     return total;
 }
 
+// The logsumexp parts of ops/loss_kernels.h: lse (2, N, S) as max[i] and log_sum[i].
+template <typename Value>
+struct LseParts {
+    Value* max = nullptr;
+    Value* log_sum = nullptr;
+};
+
+template <typename T, typename Value>
+LseParts<Value> lse_parts(const StridedView& lse, int64_t samples) {
+    if (!lse.data) return {};
+    Value* base = lse.ptr<T>();
+    return {base, base + samples};
+}
+
+// e^v for v <= 0 in the vectorizable form of the softmax kernels (loss_math::class_probability).
+struct ClassMath {
+    template <typename T>
+    static T exp_nonpositive(T v) {
+        return vec::exp_nonpositive(v);
+    }
+};
+
 // Per-class weights, or 1 for every class; `total` is sum_c w[c].
 template <typename T>
 struct ClassWeights {
@@ -81,8 +103,9 @@ ClassWeights<T> class_weights(const StridedView& weight, int64_t classes) {
 // summed as w (x - max), which keeps its terms small.
 template <typename T>
 void class_rows_forward(const Layout& layout, const T* input, const int64_t* target,
-                        const ClassWeights<T>& w, const ClassLossOptions& o, T* losses, T* lse,
-                        int64_t first, int64_t count, double* totals, FirstInvalid& invalid) {
+                        const ClassWeights<T>& w, const ClassLossOptions& o, T* losses,
+                        LseParts<T> lse, int64_t first, int64_t count, double* totals,
+                        FirstInvalid& invalid) {
     int64_t C = layout.classes;
     double smoothing = o.label_smoothing;
     for (int64_t n = first; n < first + count; ++n) {
@@ -90,7 +113,7 @@ void class_rows_forward(const Layout& layout, const T* input, const int64_t* tar
         int64_t t = target[n];
         double loss = 0;
         if (t == o.ignore_index) {
-            if (lse) lse[n] = T(0);
+            if (lse.max) lse.max[n] = lse.log_sum[n] = T(0);
         } else if (t < 0 || t >= C) {
             invalid.note(n);
         } else if (!o.from_logits) {
@@ -101,7 +124,10 @@ void class_rows_forward(const Layout& layout, const T* input, const int64_t* tar
             double sum =
                 vec::lane_sum<T>(C, [&](int64_t c) { return vec::exp_nonpositive(T(x[c] - max)); });
             double log_sum = std::log(sum);
-            if (lse) lse[n] = T(double(max) + log_sum);
+            if (lse.max) {
+                lse.max[n] = max;
+                lse.log_sum[n] = T(log_sum);
+            }
             loss = (1 - smoothing) * double(w[t]) * (log_sum - double(x[t] - max));
             if (smoothing > 0) {
                 double shifted =
@@ -160,8 +186,8 @@ void block_classes(const int64_t* target, int64_t width, int64_t classes, int64_
 // over the positions, so all of them vectorize.
 template <typename T>
 void class_block_forward(const Layout& layout, const T* input, const int64_t* target,
-                         const ClassWeights<T>& w, const ClassLossOptions& o, T* losses, T* lse,
-                         int64_t n, int64_t s0, int64_t width, double* totals,
+                         const ClassWeights<T>& w, const ClassLossOptions& o, T* losses,
+                         LseParts<T> lse, int64_t n, int64_t s0, int64_t width, double* totals,
                          FirstInvalid& invalid) {
     int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
@@ -197,7 +223,7 @@ void class_block_forward(const Layout& layout, const T* input, const int64_t* ta
         }
     }
     T keep = T(1 - o.label_smoothing), spread = T(o.label_smoothing / double(C));
-    T weight_total = T(w.total), loss[kWidth], log_z[kWidth];
+    T weight_total = T(w.total), loss[kWidth], log_sums[kWidth];
     if (o.from_logits) {
         // (1 - ls) w[t] (log_sum - (x_t - max)) + ls / C sum_c w_c (log_sum - (x_c - max))
         for (int64_t j = 0; j < width; ++j) {
@@ -205,16 +231,19 @@ void class_block_forward(const Layout& layout, const T* input, const int64_t* ta
             T value = keep * picked_weight[j] * (log_sum - (picked[j] - max[j])) +
                       spread * (weight_total * log_sum - shifted[j]);
             loss[j] = zero_unless(cls[j] >= 0, value);
-            log_z[j] = max[j] + log_sum;
+            log_sums[j] = log_sum;
         }
     } else {
         for (int64_t j = 0; j < width; ++j) {
             T value = -picked_weight[j] * picked[j];
             loss[j] = zero_unless(cls[j] >= 0, value);
-            log_z[j] = 0;
+            log_sums[j] = 0;
         }
     }
-    if (lse) std::copy(log_z, log_z + width, lse + i0);
+    if (lse.max) {
+        std::copy(max, max + width, lse.max + i0);
+        std::copy(log_sums, log_sums + width, lse.log_sum + i0);
+    }
     if (losses) std::copy(loss, loss + width, losses + i0);
     T loss_total = 0, weight_sum = 0;
     for (int64_t j = 0; j < width; ++j) {
@@ -248,7 +277,7 @@ ClassGradient class_gradient(const ClassWeights<T>& w, const ClassLossOptions& o
 
 template <typename T>
 void class_rows_backward(const Layout& layout, const T* input, const int64_t* target,
-                         const ClassWeights<T>& w, const ClassLossOptions& o, const T* lse,
+                         const ClassWeights<T>& w, const ClassLossOptions& o, LseParts<const T> lse,
                          const T* grad_losses, double scale, T* grad_input, int64_t lo,
                          int64_t hi) {
     int64_t C = layout.classes;
@@ -261,13 +290,14 @@ void class_rows_backward(const Layout& layout, const T* input, const int64_t* ta
         if (t == o.ignore_index || !o.from_logits) {
             std::fill(gx, gx + C, T(0));
         } else {
-            T a = T(k.a), b = T(k.b), log_z = lse[n];
+            T a = T(k.a), b = T(k.b), max = lse.max[n], log_sum = lse.log_sum[n];
+            auto p = [&](int64_t c) {
+                return loss_math::class_probability<ClassMath>(x[c], max, log_sum);
+            };
             if (w.data && k.b != 0) {
-                for (int64_t c = 0; c < C; ++c)
-                    gx[c] = vec::exp_nonpositive(T(x[c] - log_z)) * a - b * w.data[c];
+                for (int64_t c = 0; c < C; ++c) gx[c] = p(c) * a - b * w.data[c];
             } else {
-                for (int64_t c = 0; c < C; ++c)
-                    gx[c] = vec::exp_nonpositive(T(x[c] - log_z)) * a - b;
+                for (int64_t c = 0; c < C; ++c) gx[c] = p(c) * a - b;
             }
         }
         if (t != o.ignore_index) gx[t] -= T(k.target_term);
@@ -276,18 +306,18 @@ void class_rows_backward(const Layout& layout, const T* input, const int64_t* ta
 
 // grad = softmax * a - b w_c - [c == t] target_term per position, with the coefficients
 // prepared over the positions first; an ignored position (and every nll position) gets
-// log_z = inf, so its softmax term is exactly 0 without a branch.
+// max = inf, so its softmax term is exactly 0 without a branch.
 template <typename T>
 void class_block_backward(const Layout& layout, const T* input, const int64_t* target,
-                          const ClassWeights<T>& w, const ClassLossOptions& o, const T* lse,
-                          const T* grad_losses, double scale, T* grad_input, int64_t n, int64_t s0,
-                          int64_t width) {
+                          const ClassWeights<T>& w, const ClassLossOptions& o,
+                          LseParts<const T> lse, const T* grad_losses, double scale, T* grad_input,
+                          int64_t n, int64_t s0, int64_t width) {
     int64_t C = layout.classes, S = layout.positions, i0 = n * S + s0;
     const T* base = input + n * C * S + s0;
     T* out = grad_input + n * C * S + s0;
     const int64_t* t = target + i0;
     int32_t cls[kWidth];
-    T a[kWidth], b[kWidth], target_term[kWidth], log_z[kWidth];
+    T a[kWidth], b[kWidth], target_term[kWidth], max[kWidth], log_sum[kWidth];
     double smoothing = o.from_logits ? o.label_smoothing : 0.0;
     for (int64_t j = 0; j < width; ++j) {
         bool ignored = t[j] == o.ignore_index;
@@ -297,7 +327,9 @@ void class_block_backward(const Layout& layout, const T* input, const int64_t* t
         target_term[j] = T(g * (1 - smoothing) * wt);
         a[j] = o.from_logits ? T(g * ((1 - smoothing) * wt + smoothing / double(C) * w.total)) : 0;
         b[j] = T(g * smoothing / double(C));
-        log_z[j] = ignored || !o.from_logits ? std::numeric_limits<T>::infinity() : lse[i0 + j];
+        bool softmax = !ignored && o.from_logits;
+        max[j] = softmax ? lse.max[i0 + j] : std::numeric_limits<T>::infinity();
+        log_sum[j] = softmax ? lse.log_sum[i0 + j] : T(0);
     }
     for (int64_t c = 0; c < C; ++c) {
         const T* row = base + c * S;
@@ -305,7 +337,8 @@ void class_block_backward(const Layout& layout, const T* input, const int64_t* t
         T wc = w[c];
         for (int64_t j = 0; j < width; ++j) {
             T picked = cls[j] == int32_t(c) ? target_term[j] : T(0);
-            grad_row[j] = vec::exp_nonpositive(T(row[j] - log_z[j])) * a[j] - b[j] * wc - picked;
+            T p = loss_math::class_probability<ClassMath>(row[j], max[j], log_sum[j]);
+            grad_row[j] = p * a[j] - b[j] * wc - picked;
         }
     }
 }
@@ -324,7 +357,7 @@ int64_t class_loss_forward(const StridedView& input, const StridedView& target,
     dispatch_floating(input.dtype, op, [&]<typename T>() {
         const T* x = input.ptr<const T>();
         T* out = losses.data ? losses.ptr<T>() : nullptr;
-        T* log_z = lse.data ? lse.ptr<T>() : nullptr;
+        LseParts<T> log_z = lse_parts<T, T>(lse, layout.samples * layout.positions);
         ClassWeights<T> w = class_weights<T>(weight, layout.classes);
         std::array<double, 2> sums;
         if (layout.positions == 1) {
@@ -361,7 +394,7 @@ void class_loss_backward(const StridedView& input, const StridedView& target,
     const char* op = options.from_logits ? "cross_entropy" : "nll_loss";
     dispatch_floating(input.dtype, op, [&]<typename T>() {
         const T* x = input.ptr<const T>();
-        const T* log_z = lse.data ? lse.ptr<const T>() : nullptr;
+        auto log_z = lse_parts<T, const T>(lse, layout.samples * layout.positions);
         const T* g = grad_losses.data ? grad_losses.ptr<const T>() : nullptr;
         T* gx = grad_input.ptr<T>();
         ClassWeights<T> w = class_weights<T>(weight, layout.classes);
@@ -434,7 +467,7 @@ void soft_cross_entropy_forward(const StridedView& input, const StridedView& tar
         const T* x = input.ptr<const T>();
         const T* q = target.ptr<const T>();
         T* out = losses.data ? losses.ptr<T>() : nullptr;
-        T* log_z = lse.ptr<T>();
+        LseParts<T> log_z = lse_parts<T, T>(lse, samples);
         ClassWeights<T> w = class_weights<T>(weight, layout.classes);
         int64_t C = layout.classes, S = layout.positions;
         int64_t rows = rows_per_task(layout);
@@ -447,7 +480,8 @@ void soft_cross_entropy_forward(const StridedView& input, const StridedView& tar
                     soft_sample(x + offset, q + offset, w, C, S, label_smoothing, &shifted);
                 // sum_c w q (lse - x) = log_sum sum_c w q - sum_c w q (x - max)
                 double loss = s.log_sum * s.weighted_q - shifted;
-                log_z[i] = T(s.max + s.log_sum);
+                log_z.max[i] = T(s.max);
+                log_z.log_sum[i] = T(s.log_sum);
                 if (out) out[i] = T(loss);
                 acc[0] += loss;
             }
@@ -467,7 +501,7 @@ void soft_cross_entropy_backward(const StridedView& input, const StridedView& ta
     dispatch_floating(input.dtype, "cross_entropy", [&]<typename T>() {
         const T* x = input.ptr<const T>();
         const T* q = target.ptr<const T>();
-        const T* log_z = lse.ptr<const T>();
+        auto log_z = lse_parts<T, const T>(lse, samples);
         const T* g = grad_losses.data ? grad_losses.ptr<const T>() : nullptr;
         T* gx = grad_input.data ? grad_input.ptr<T>() : nullptr;
         T* gq = grad_target.data ? grad_target.ptr<T>() : nullptr;
@@ -478,7 +512,7 @@ void soft_cross_entropy_backward(const StridedView& input, const StridedView& ta
             for (int64_t i = lo; i < hi; ++i) {
                 int64_t offset = (i / S) * C * S + i % S;
                 double gi = scale * (g ? double(g[i]) : 1.0);
-                T z = log_z[i];
+                T max = log_z.max[i], log_sum = log_z.log_sum[i];
                 double weighted_q = 0;
                 for (int64_t c = 0; c < C; ++c)
                     weighted_q += double(w[c]) * ((1 - smoothing) * double(q[offset + c * S]) +
@@ -488,10 +522,13 @@ void soft_cross_entropy_backward(const StridedView& input, const StridedView& ta
                     T wc = w[c];
                     if (gx) {
                         T qc = T((1 - smoothing) * double(q[at]) + smoothing / double(C));
-                        T p = vec::exp_nonpositive(T(x[at] - z));
+                        T p = loss_math::class_probability<ClassMath>(x[at], max, log_sum);
                         gx[at] = T(gi) * (p * T(weighted_q) - wc * qc);
                     }
-                    if (gq) gq[at] = T(gi * (1 - smoothing)) * wc * (z - x[at]);
+                    if (gq) {
+                        T lse_minus_x = loss_math::lse_minus(x[at], max, log_sum);
+                        gq[at] = T(gi * (1 - smoothing)) * wc * lse_minus_x;
+                    }
                 }
             }
         });

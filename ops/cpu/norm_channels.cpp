@@ -27,6 +27,7 @@ template <typename T, typename Term>
 void channel_sum(const Layout& lay, double* out, const Term& term) {
     const int64_t A = lay.outer, L = lay.length, C = lay.channels, S = lay.spatial;
     std::fill(out, out + A * C, 0.0);
+    if (L * S == 0) return;  // no elements (S == 0 would read rows of C from none)
     if (S > 1) {
         const int64_t runs = A * L * C;
         std::vector<double> partial(static_cast<size_t>(runs));
@@ -73,6 +74,7 @@ void channel_sum(const Layout& lay, double* out, const Term& term) {
 template <typename Body>
 void for_each_run(const Layout& lay, const Body& body) {
     const int64_t L = lay.length, C = lay.channels, S = lay.spatial;
+    if (lay.outer * L * C * S == 0) return;  // S == 0 would read rows of C from no elements
     if (S > 1) {
         parallel_for(0, lay.outer * L * C, std::max<int64_t>(1, kGrainSize / S),
                      [&](int64_t lo, int64_t hi) {

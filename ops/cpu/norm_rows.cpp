@@ -35,16 +35,25 @@ template <typename T>
 void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b, double eps, T* y,
                    T* mean_out, T* rstd_out) {
     const int64_t n = lay.length, spatial = lay.spatial, cpg = lay.channels_per_group;
-    parallel_for(0, lay.rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t lo, int64_t hi) {
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));  // n may be 0
+    parallel_for(0, lay.rows, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r) {
             const T* xr = x + r * n;
             T* yr = y + r * n;
-            T m = lay.center ? T(vec::lane_sum<T>(n, [&](int64_t i) { return xr[i]; }) / double(n))
-                             : T(0);
+            double mean = 0;
+            if (lay.center)
+                mean = vec::lane_sum<T>(n, [&](int64_t i) { return xr[i]; }) / double(n);
+            T m = T(mean);
             double var = vec::lane_sum<T>(n, [&](int64_t i) {
                              T d = xr[i] - m;
                              return T(d * d);
                          }) / double(n);
+            // An empty row gets mean 0 and variance 0 (not 0 / 0), so that the backward's sums
+            // of nothing times rstd stay 0: PyTorch's weight and bias gradients there.
+            if (n == 0) m = T(0), var = 0.0;
+            // The mean's rounding to T, taken off x - m (exact when x is near m) as well: half an
+            // ulp of a mean far above the spread would be an error of every output otherwise.
+            const T m_low = n ? T(mean - double(m)) : T(0);
             T rstd = T(norm_math::inv_std(var, eps));
             mean_out[r] = m;
             rstd_out[r] = rstd;
@@ -53,15 +62,15 @@ void forward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* b,
                 const T* wr = w + first;
                 const T* br = b + first;
                 for (int64_t i = 0; i < n; ++i)
-                    yr[i] = norm_math::affine(xr[i], m, rstd, wr[i], br[i]);
+                    yr[i] = norm_math::affine(T(xr[i] - m), m_low, rstd, wr[i], br[i]);
                 continue;
             }
-            for (int64_t j = 0; j < cpg; ++j) {
+            for (int64_t j = 0; j < cpg; ++j) {  // (x - m) first, as in the backward
                 T scale = rstd * w[first + j];
-                T shift = b[first + j] - m * scale;
+                T shift = b[first + j];
                 const T* xs = xr + j * spatial;
                 T* ys = yr + j * spatial;
-                for (int64_t s = 0; s < spatial; ++s) ys[s] = xs[s] * scale + shift;
+                for (int64_t s = 0; s < spatial; ++s) ys[s] = ((xs[s] - m) - m_low) * scale + shift;
             }
         }
     });
@@ -96,6 +105,16 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                 const T* xr = x + r * n;
                 const T* gr = g + r * n;
                 const T m = mean[r], rstd = rstd_in[r];
+                // x - mean to more than T's precision: the saved mean is rounded to T, which
+                // is a large error against x - m when the mean lies far above the spread, and
+                // the gradient's terms cancel (1 - xhat^2 for two entries); m_low is that
+                // rounding, the mean of (x - m) over the row (small terms, summed in double).
+                const T m_low =
+                    lay.center && n
+                        ? T(vec::lane_sum<T>(n, [&](int64_t i) { return T(xr[i] - m); }) /
+                            double(n))
+                        : T(0);
+                auto dev = [&](T v) { return T(T(v - m) - m_low); };
                 T sum_gw, sum_gwx;  // sums of g w and g w xhat over the row
                 int64_t first = (r % lay.groups) * cpg;
                 if (spatial == 1) {
@@ -104,11 +123,12 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     const T* wr = w + first;
                     for (int64_t i = 0; i < n; ++i) gw[i] = gr[i] * wr[i];
                     sum_gw = T(vec::lane_sum<T>(n, [&](int64_t i) { return gw[i]; }));
-                    sum_gwx = T(vec::lane_sum<T>(n, [&](int64_t i) { return T(gw[i] * (xr[i] - m)); })) *
-                              rstd;
+                    sum_gwx =
+                        T(vec::lane_sum<T>(n, [&](int64_t i) { return T(gw[i] * dev(xr[i])); })) *
+                        rstd;
                     if (want_affine) {
                         for (int64_t i = 0; i < n; ++i) {
-                            fw[i] += gr[i] * ((xr[i] - m) * rstd);
+                            fw[i] += gr[i] * (dev(xr[i]) * rstd);
                             fb[i] += gr[i];
                         }
                         if (++pending == kFold || r + 1 == r_hi || lay.groups > 1) {
@@ -125,7 +145,7 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                         T c = sum_gwx * inv_n;
                         T* dr = dx + r * n;
                         for (int64_t i = 0; i < n; ++i)
-                            dr[i] = norm_math::grad_x(gw[i], xr[i], m, rstd, a, c);
+                            dr[i] = norm_math::grad_x(gw[i], T(xr[i] - m), m_low, rstd, a, c);
                     }
                     continue;
                 }
@@ -134,7 +154,8 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     const T* xs = xr + j * spatial;
                     const T* gs = gr + j * spatial;
                     T sg = T(vec::lane_sum<T>(spatial, [&](int64_t s) { return gs[s]; }));
-                    T sgx = T(vec::lane_sum<T>(spatial, [&](int64_t s) { return T(gs[s] * (xs[s] - m)); })) *
+                    T sgx = T(vec::lane_sum<T>(spatial,
+                                               [&](int64_t s) { return T(gs[s] * dev(xs[s])); })) *
                             rstd;
                     ch_g[j] = sg;
                     ch_gx[j] = sgx;
@@ -148,18 +169,21 @@ void backward_typed(const RowNormLayout& lay, const T* x, const T* w, const T* m
                     }
                 }
                 if (dx) {
-                    // dx = rstd w g - rstd a - (x - m) rstd^2 c, per channel: g * k1 + x * k2 + k3
+                    // dx = rstd w g - rstd a - (x - m) rstd^2 c, per channel:
+                    // g k1 + (x - m) k2 + k3, x - m formed first (x k2 - m k2 cancels when |m|
+                    // is far above the spread)
                     T a = lay.center ? T(total_gw / double(n)) : T(0);
                     T c = T(total_gwx / double(n));
                     T k2 = -rstd * rstd * c;
-                    T k3 = -rstd * a - m * k2;
+                    T k3 = -rstd * a;
                     T* dr = dx + r * n;
                     for (int64_t j = 0; j < cpg; ++j) {
                         T k1 = rstd * w[first + j];
                         const T* xs = xr + j * spatial;
                         const T* gs = gr + j * spatial;
                         T* ds = dr + j * spatial;
-                        for (int64_t s = 0; s < spatial; ++s) ds[s] = gs[s] * k1 + xs[s] * k2 + k3;
+                        for (int64_t s = 0; s < spatial; ++s)
+                            ds[s] = gs[s] * k1 + dev(xs[s]) * k2 + k3;
                     }
                 }
             }

@@ -11,12 +11,21 @@
 #include "core/dispatch.h"
 #include "ops/cuda/partial_sums.cuh"
 #include "ops/loss_kernels.h"
+#include "ops/loss_math.h"
 
 namespace lumen::cuda {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 1024;  // also the number of partial totals
+
+// e^v for v <= 0 (loss_math::class_probability).
+struct ClassMath {
+    template <typename T>
+    __device__ static T exp_nonpositive(T v) {
+        return exp(v);
+    }
+};
 
 // What the class-loss kernels read and write; T is float or double (computed in T).
 template <typename T>
@@ -31,7 +40,7 @@ struct ClassArgs {
     T smoothing;
     bool from_logits;
     T* losses;  // (N, S) or null
-    T* lse;     // (N, S) or null
+    T* lse;     // (2, N, S) or null: the max over C at [i], log sum e^(x - max) at [samples + i]
 };
 
 // A sample is handled by kLanes threads: a warp over a contiguous row (S == 1) or one thread
@@ -86,7 +95,7 @@ __device__ T sample_max(const ClassArgs<T>& a, int64_t base) {
 }
 
 // loss = (1 - ls) w[t] (log_sum - (x_t - max)) + ls / C (sum_w log_sum - sum_c w_c (x_c - max))
-// from logits, -w[t] x_t for nll; lse = max + log_sum. Returns the loss (on every lane).
+// from logits, -w[t] x_t for nll; lse holds max and log_sum. Returns the loss (on every lane).
 template <typename T, int kLanes>
 __device__ T class_sample_loss(const ClassArgs<T>& a, int64_t i, int64_t base, int64_t t) {
     const T w_t = class_weight(a, t);
@@ -99,7 +108,10 @@ __device__ T class_sample_loss(const ClassArgs<T>& a, int64_t i, int64_t base, i
         shifted += class_weight(a, c) * d;
     }
     const T log_sum = log(Group<kLanes>::sum(sum));
-    if (a.lse && Group<kLanes>::lane() == 0) a.lse[i] = m + log_sum;
+    if (a.lse && Group<kLanes>::lane() == 0) {
+        a.lse[i] = m;
+        a.lse[a.samples + i] = log_sum;
+    }
     T loss = (T(1) - a.smoothing) * w_t * (log_sum - (a.x[base + t * a.positions] - m));
     if (a.smoothing > T(0)) {
         shifted = Group<kLanes>::sum(shifted);
@@ -117,7 +129,7 @@ __global__ void class_forward_kernel(ClassArgs<T> a, T* partial, unsigned long l
         const int64_t t = a.target[i], base = sample_base(a, i);
         T loss = 0;
         if (t == a.ignore_index) {
-            if (a.lse && leader) a.lse[i] = 0;
+            if (a.lse && leader) a.lse[i] = a.lse[a.samples + i] = 0;
         } else if (t < 0 || t >= a.classes) {
             if (leader) note_invalid(invalid, i);
         } else {
@@ -150,17 +162,21 @@ __global__ void class_backward_kernel(ClassArgs<T> a, const T* grad_losses, T sc
         const T coef_a = g * ((T(1) - smoothing) * w_t + smoothing / T(a.classes) * weight_sum(a));
         const T coef_b = g * smoothing / T(a.classes);
         const bool softmax = a.from_logits && !ignored;
-        const T log_z = softmax ? a.lse[i] : T(0);
+        const T max = softmax ? a.lse[i] : T(0), log_sum = softmax ? a.lse[a.samples + i] : T(0);
         for (int64_t c = Group<kLanes>::lane(); c < a.classes; c += kLanes) {
             const int64_t at = base + c * a.positions;
-            T grad = softmax ? exp(a.x[at] - log_z) * coef_a - coef_b * class_weight(a, c) : T(0);
+            T grad = 0;
+            if (softmax) {
+                const T p = loss_math::class_probability<ClassMath>(a.x[at], max, log_sum);
+                grad = p * coef_a - coef_b * class_weight(a, c);
+            }
             grad_input[at] = c == t ? grad - target_term : grad;
         }
     }
 }
 
 // Class-probability targets: with q_c = (1 - ls) target_c + ls / C,
-// loss = log_sum sum_c w_c q_c - sum_c w_c q_c (x_c - max), lse = max + log_sum.
+// loss = log_sum sum_c w_c q_c - sum_c w_c q_c (x_c - max); lse holds max and log_sum.
 template <typename T, int kLanes>
 __global__ void soft_forward_kernel(ClassArgs<T> a, T* partial) {
     __shared__ T scratch[kWarpSize];
@@ -181,7 +197,8 @@ __global__ void soft_forward_kernel(ClassArgs<T> a, T* partial) {
         const T log_sum = log(Group<kLanes>::sum(sum));
         const T loss = log_sum * Group<kLanes>::sum(weighted_q) - Group<kLanes>::sum(shifted);
         if (Group<kLanes>::lane() == 0) {
-            a.lse[i] = m + log_sum;
+            a.lse[i] = m;
+            a.lse[a.samples + i] = log_sum;
             if (a.losses) a.losses[i] = loss;
             loss_total += loss;
         }
@@ -198,7 +215,7 @@ __global__ void soft_backward_kernel(ClassArgs<T> a, const T* grad_losses, T sca
     for (int64_t i = Group<kLanes>::first(); i < a.samples; i += Group<kLanes>::stride()) {
         const int64_t base = sample_base(a, i);
         const T g = scale * (grad_losses ? grad_losses[i] : T(1));
-        const T log_z = a.lse[i];
+        const T max = a.lse[i], log_sum = a.lse[a.samples + i];
         T weighted_q = 0;
         for (int64_t c = Group<kLanes>::lane(); c < a.classes; c += kLanes)
             weighted_q +=
@@ -209,9 +226,13 @@ __global__ void soft_backward_kernel(ClassArgs<T> a, const T* grad_losses, T sca
             const T w_c = class_weight(a, c);
             if (grad_input) {
                 const T q_c = (T(1) - a.smoothing) * a.q[at] + spread;
-                grad_input[at] = g * (exp(a.x[at] - log_z) * weighted_q - w_c * q_c);
+                const T p = loss_math::class_probability<ClassMath>(a.x[at], max, log_sum);
+                grad_input[at] = g * (p * weighted_q - w_c * q_c);
             }
-            if (grad_target) grad_target[at] = g * (T(1) - a.smoothing) * w_c * (log_z - a.x[at]);
+            if (grad_target) {
+                const T lse_minus_x = loss_math::lse_minus(a.x[at], max, log_sum);
+                grad_target[at] = g * (T(1) - a.smoothing) * w_c * lse_minus_x;
+            }
         }
     }
 }

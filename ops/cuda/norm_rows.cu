@@ -89,12 +89,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
          r += stride) {
         A v[kPerLane];
         load_row<T, kVec, kPacks>(args.x + r * n, n, lane, v);
-        A mean = 0;
+        A mean = 0;        // an empty row (n == 0) keeps mean 0 and variance 0, as on the CPU
         if (lay.center) {  // uniform over the launch, so every lane reaches the shuffles
             A sum = 0;
 #pragma unroll
             for (int k = 0; k < kPerLane; ++k) sum += v[k];
-            mean = warp_sum(sum) / A(n);
+            mean = warp_sum(sum) / A(n > 0 ? n : 1);
         }
         A squares = 0;
 #pragma unroll
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
                 squares += inside ? d * d : A(0);
             }
         }
-        A rstd = A(norm_math::inv_std(double(warp_sum(squares) / A(n)), args.eps));
+        A rstd = A(norm_math::inv_std(double(warp_sum(squares) / A(n > 0 ? n : 1)), args.eps));
         if (lane == 0) {
             args.mean[r] = mean;
             args.rstd[r] = rstd;
@@ -161,8 +161,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarpSize)
         }
         sum_gw = warp_sum(sum_gw);
         sum_gwx = warp_sum(sum_gwx) * rstd;
-        const A a = lay.center ? sum_gw / A(n) : A(0);
-        const A c = sum_gwx / A(n);
+        const A a = lay.center ? sum_gw / A(n > 0 ? n : 1) : A(0);
+        const A c = sum_gwx / A(n > 0 ? n : 1);
 #pragma unroll
         for (int p = 0; p < kPacks; ++p) {
             int64_t i0 = (int64_t(p) * kWarpSize + lane) * kVec;
@@ -198,7 +198,7 @@ __global__ void row_block_forward_kernel(RowArgs<T> args) {
 #pragma unroll
                 for (int e = 0; e < kVec; ++e) sum += v[e];
             }
-            mean = block_sum(sum, scratch) / A(n);
+            mean = block_sum(sum, scratch) / A(n > 0 ? n : 1);
         }
         A squares = 0;
         for (int64_t i0 = int64_t(threadIdx.x) * kVec; i0 < n; i0 += step) {
@@ -207,7 +207,8 @@ __global__ void row_block_forward_kernel(RowArgs<T> args) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e) squares += (v[e] - mean) * (v[e] - mean);
         }
-        const A rstd = A(norm_math::inv_std(double(block_sum(squares, scratch) / A(n)), args.eps));
+        const A var = block_sum(squares, scratch) / A(n > 0 ? n : 1);  // 0 for an empty row
+        const A rstd = A(norm_math::inv_std(double(var), args.eps));
         if (threadIdx.x == 0) {
             args.mean[r] = mean;
             args.rstd[r] = rstd;
@@ -266,8 +267,8 @@ __global__ void row_block_backward_kernel(RowArgs<T> args) {
         });
         sum_gw = block_sum(sum_gw, scratch);
         sum_gwx = block_sum(sum_gwx, scratch) * rstd;
-        const A a = lay.center ? sum_gw / A(n) : A(0);
-        const A c = sum_gwx / A(n);
+        const A a = lay.center ? sum_gw / A(n > 0 ? n : 1) : A(0);
+        const A c = sum_gwx / A(n > 0 ? n : 1);
         for_each_backward_pack<T, kVec>(args, r, [&](int64_t i0, A* x, A* g, A* w) {
 #pragma unroll
             for (int e = 0; e < kVec; ++e)

@@ -196,3 +196,116 @@ TEST_CASE("check-vectors: every committed oracle vector passes on the GPU",
     CHECK(summary.failed == 0);
     CHECK(summary.passed > 0);
 }
+
+TEST_CASE("check-vectors: infinities and NaNs must match exactly, position by position",
+          "[io][check_vectors]") {
+    // relu(-inf, inf, NaN, 1.5) = (0, inf, NaN, 1.5). With want = +-inf, atol + rtol * inf
+    // allowed anything, and |got - want| - allowed = NaN never exceeded it; a NaN want passed
+    // any number the same way.
+    TempDir dir("cv_nonfinite");
+    auto vector = [&](const std::string& name, const std::vector<double>& want) {
+        std::map<std::string, Tensor> tensors = {
+            {"in.input", tensor({-INFINITY, INFINITY, NAN, 1.5}, {4})},
+            {"out.y", from_vector(want, {4})}};
+        save_safetensors(dir.file(name), tensors, metadata("op.relu"));
+        return run_one(dir.file(name));
+    };
+    VectorResult result = vector("right.safetensors", {0.0, INFINITY, NAN, 1.5});
+    INFO(result.reason);
+    REQUIRE(result.passed);
+    REQUIRE(result.max_abs == 0.0);
+
+    result = vector("want_minus_inf.safetensors", {-INFINITY, INFINITY, NAN, 1.5});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "out.y: max_abs=inf at [0] (got 0, want -inf"));
+    result = vector("want_inf_got_number.safetensors", {0.0, INFINITY, NAN, INFINITY});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "at [3] (got 1.5, want inf"));
+    result = vector("want_nan.safetensors", {0.0, INFINITY, NAN, NAN});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "at [3] (got 1.5, want nan"));
+    result = vector("got_inf.safetensors", {0.0, 1e30, NAN, 1.5});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "at [1] (got inf, want 1e+30"));
+    result = vector("got_nan.safetensors", {0.0, INFINITY, 2.0, 1.5});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "at [2] (got nan, want 2"));
+    result = vector("wrong_sign.safetensors", {0.0, -INFINITY, NAN, 1.5});
+    REQUIRE_FALSE(result.passed);
+    REQUIRE(contains(result.reason, "at [1] (got inf, want -inf"));
+}
+
+TEST_CASE("check-vectors: a 0-d result matches a scalar stored as [1]", "[io][check_vectors]") {
+    // torch.matmul of two vectors and torch.var over all dims return 0-d tensors; the vectors
+    // store every scalar with shape [1].
+    TempDir dir("cv_scalar");
+    std::map<std::string, Tensor> dot = {{"in.input", tensor({1.0, -2.0, 0.5}, {3})},
+                                         {"in.other", tensor({0.25, 3.0, -1.0}, {3})},
+                                         {"out.y", tensor({-6.25}, {1})},
+                                         {"dout.y", tensor({2.0}, {1})},
+                                         {"grad.in.input", tensor({0.5, 6.0, -2.0}, {3})},
+                                         {"grad.in.other", tensor({2.0, -4.0, 1.0}, {3})}};
+    save_safetensors(dir.file("dot.safetensors"), dot, metadata("op.matmul"));
+    VectorResult result = run_one(dir.file("dot.safetensors"));
+    INFO(result.reason);
+    CHECK(result.passed);
+
+    // var([1, 2, 3, 6]) = 14 / 3 (unbiased); d var / dx = 2 (x - 3) / 3.
+    std::map<std::string, Tensor> var = {
+        {"in.input", tensor({1.0, 2.0, 3.0, 6.0}, {2, 2})},
+        {"out.y", tensor({14.0 / 3}, {1})},
+        {"dout.y", tensor({1.0}, {1})},
+        {"grad.in.input", tensor({-4.0 / 3, -2.0 / 3, 0.0, 2.0}, {2, 2})}};
+    save_safetensors(dir.file("var.safetensors"), var, metadata("op.var", "{\"dim\": null}"));
+    result = run_one(dir.file("var.safetensors"));
+    INFO(result.reason);
+    CHECK(result.passed);
+
+    // Still compared: a wrong scalar fails, and [1] is the only shape a 0-d result matches.
+    var["out.y"] = tensor({4.0}, {1});
+    save_safetensors(dir.file("var_wrong.safetensors"), var, metadata("op.var"));
+    result = run_one(dir.file("var_wrong.safetensors"));
+    CHECK_FALSE(result.passed);
+    CHECK(contains(result.reason, "out.y: max_abs=6.67e-01 at [0]"));
+    var["out.y"] = tensor({14.0 / 3}, {1, 1});
+    save_safetensors(dir.file("var_shape.safetensors"), var, metadata("op.var"));
+    result = run_one(dir.file("var_shape.safetensors"));
+    CHECK_FALSE(result.passed);
+    CHECK(contains(result.reason, "out.y: shape [] but the vector has [1, 1]"));
+}
+
+TEST_CASE("check-vectors: metadata 'tolerance' sets a tensor's own rtol and atol",
+          "[io][check_vectors]") {
+    TempDir dir("cv_tolerance");
+    auto tensors = relu_tensors();
+    tensors["out.y"] = tensor({0.0, 2.0, 0.5, 0.001}, {2, 2});  // off by 1e-3 at [1, 1]
+    auto meta = metadata("op.relu");
+    meta["atol"] = "0.01";
+    save_safetensors(dir.file("loose.safetensors"), tensors, meta);
+    CHECK(run_one(dir.file("loose.safetensors")).passed);
+
+    meta["tolerance"] = R"({"out.y": [0, 1e-4], "grad.in.input": [0, 0]})";
+    save_safetensors(dir.file("tight.safetensors"), tensors, meta);
+    VectorResult result = run_one(dir.file("tight.safetensors"));
+    CHECK_FALSE(result.passed);
+    CHECK(contains(result.reason,
+                   "out.y: max_abs=1.00e-03 at [1, 1] (got 0, want 0.001, "
+                   "allowed 1.00e-04)"));
+
+    // A denormal tolerance is a number too (std::stod refused it as out of range).
+    meta["tolerance"] = R"({"out.y": [0, 1.2e-322]})";
+    meta["atol"] = "1.2e-322";
+    save_safetensors(dir.file("denormal.safetensors"), relu_tensors(), meta);
+    result = run_one(dir.file("denormal.safetensors"));
+    INFO(result.reason);
+    CHECK(result.passed);
+
+    meta["tolerance"] = R"({"out.z": [0, 1]})";
+    save_safetensors(dir.file("unknown.safetensors"), tensors, meta);
+    CHECK(contains(run_one(dir.file("unknown.safetensors")).reason,
+                   "metadata 'tolerance' names 'out.z', which is not an out.* or grad.* tensor"));
+    meta["tolerance"] = R"({"out.y": [0, -1]})";
+    save_safetensors(dir.file("negative.safetensors"), tensors, meta);
+    CHECK(contains(run_one(dir.file("negative.safetensors")).reason,
+                   "metadata 'tolerance' of 'out.y' must be [rtol, atol]"));
+}

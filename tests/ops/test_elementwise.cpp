@@ -246,3 +246,24 @@ TEST_CASE("float32 elu (the vectorized path) and its gradient match float64", "[
     CHECK(grad[1] == 0.0f);
     CHECK(grad[2] == 1.0f);
 }
+
+TEST_CASE("elu's gradient at +0 and -0 is alpha, PyTorch's x <= 0 branch", "[ops][elementwise]") {
+    // PyTorch: x > 0 ? 1 : alpha e^x, so both zeros take alpha whatever alpha is, and NaN
+    // gives NaN. The float32 CPU kernel selects through the bits of x, the float64 one through
+    // the comparison.
+    for (DType dtype : {DType::float32, DType::float64}) {
+        INFO(dtype);
+        Tensor x = tensor({0.0, -0.0, 0.5, -0.5, NAN}, {5}).to(dtype).requires_grad_();
+        Tensor y = elu(x, 0.5);
+        y.backward(tensor({2.0, 2.0, 2.0, 2.0, 2.0}, {5}).to(dtype));
+        std::vector<double> got = y.to_vector<double>(), grad = x.grad().to_vector<double>();
+        CHECK(got[0] == 0.0);
+        CHECK(got[1] == 0.0);
+        CHECK(std::isnan(got[4]));
+        CHECK(grad[0] == 1.0);  // 2 * 0.5 * e^0
+        CHECK(grad[1] == 1.0);
+        CHECK(grad[2] == 2.0);
+        CHECK(grad[3] == Approx(2 * 0.5 * std::exp(-0.5)).epsilon(1e-6));
+        CHECK(std::isnan(grad[4]));
+    }
+}

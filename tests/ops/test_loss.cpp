@@ -214,6 +214,81 @@ TEST_CASE("cross_entropy: large logits stay finite, all-ignored mean is NaN with
     require_close(logits.grad(), zeros({3, 4}, DType::float64), 0, 0);
 }
 
+TEST_CASE("cross_entropy: float32 gradients of large logits keep the softmax's precision",
+          "[ops][loss]") {
+    // The backward forms softmax_c = e^((x_c - max) - log_sum): with the float sum lse =
+    // max + log_sum instead, lse's rounding (ulp(1e4) / 2 = 5e-4) turned into a relative
+    // error of every probability, and p_t - 1 lost ~0.4% ([[10000, 10003]], target 1).
+    // Each form (rows, positions, class probabilities) against float64 on the same values.
+    auto grads = [](const Tensor& x64, const Tensor& target, DType dtype, bool soft) {
+        Tensor x = x64.detach().to(dtype).detach().requires_grad_(true);
+        Tensor t = soft ? target.detach().to(dtype).detach().requires_grad_(true) : target;
+        cross_entropy(x, t, Tensor(), -100, "sum", soft ? 0.1 : 0.0).backward();
+        std::vector<Tensor> out = {x.grad().to(DType::float64)};
+        if (soft) out.push_back(t.grad().to(DType::float64));
+        return out;
+    };
+    for (double offset : {1e4, 300.0, -5e3}) {
+        INFO("logits near " << offset);
+        Tensor rows = tensor({offset, offset + 3}, {1, 2}, DType::float64);
+        Tensor row_target = from_vector(std::vector<int64_t>{1}, {1});
+        Tensor positions = add(random_input({2, 3, 5}, 3, -4, 4), offset);
+        positions = positions.to(DType::float32).to(DType::float64);  // float32-exact
+        Tensor position_target =
+            from_vector(std::vector<int64_t>{0, 1, 2, 1, 0, 2, 2, 1, 0, 1}, {2, 5});
+        Tensor probabilities = softmax(random_input({2, 3, 5}, 4, -2, 2), 1);
+        probabilities = probabilities.to(DType::float32).to(DType::float64);
+        struct Case {
+            Tensor x, target;
+            bool soft;
+        };
+        for (const Case& c :
+             {Case{rows, row_target, false}, Case{positions, position_target, false},
+              Case{positions, probabilities, true}}) {
+            std::vector<Tensor> want = grads(c.x, c.target, DType::float64, c.soft);
+            std::vector<Tensor> got = grads(c.x, c.target, DType::float32, c.soft);
+            for (size_t i = 0; i < want.size(); ++i)
+                require_close(got[i], want[i].to_vector<double>(), 2e-6, 2e-7);
+        }
+    }
+    // The issue's case: p_1 - 1 = -e^-3 / (1 + e^-3).
+    Tensor x = tensor({1e4, 1e4 + 3}, {1, 2}, DType::float32).requires_grad_(true);
+    cross_entropy(x, from_vector(std::vector<int64_t>{1}, {1}), Tensor(), -100, "sum").backward();
+    double p0 = std::exp(-3.0) / (1 + std::exp(-3.0));
+    require_close(x.grad(), {p0, -p0}, 1e-6, 1e-8);
+}
+
+TEST_CASE("cross_entropy: the class-weight gradient of no samples is 0", "[ops][loss]") {
+    // "mean" over no samples divides by 0; the weight gradient sums nothing and must stay 0
+    // (PyTorch), not 0 times NaN.
+    for (const char* mode : kReductions) {
+        INFO(mode);
+        Tensor x = zeros({0, 3, 2}).requires_grad_(true);
+        Tensor q = zeros({0, 3, 2});
+        Tensor w = tensor({0.5, 1, 2}, {3}).requires_grad_(true);
+        Tensor loss = cross_entropy(x, q, w, -100, mode, 0.1);
+        (std::string(mode) == "none" ? sum(loss) : loss).backward();
+        require_close(w.grad(), {0, 0, 0}, 0, 0);
+    }
+}
+
+TEST_CASE("binary_cross_entropy_with_logits: the target gradient of small logits is -x",
+          "[ops][loss]") {
+    // d/dy = pw softplus(-x) - softplus(x) = (pw - 1) softplus(-x) - x; formed as the
+    // difference of the two softplus terms (each ~log 2) it lost |x| / log 2 of the result
+    // (5e-4 relative at x ~ 1e-4), where PyTorch returns -x exactly.
+    Tensor x = tensor({4.76869e-4, -2.79069e-4, 1.252752e-3, 9.5895717e-5}, {4}, DType::float32);
+    Tensor y = tensor({0, 1, 0, 1}, {4}, DType::float32).requires_grad_(true);
+    binary_cross_entropy_with_logits(x, y, Tensor(), "sum").backward();
+    require_close(y.grad(), neg(x).to_vector<double>(), 1e-6, 0);
+    Tensor pw = tensor({2.0}, {1}, DType::float32);
+    Tensor y2 = y.detach().requires_grad_(true);
+    binary_cross_entropy_with_logits(x, y2, Tensor(), "sum", pw).backward();
+    std::vector<double> want;
+    for (double v : x.to_vector<double>()) want.push_back(std::log1p(std::exp(-v)) - v);
+    require_close(y2.grad(), want, 1e-6, 0);
+}
+
 TEST_CASE("pointwise losses: values match their definitions", "[ops][loss]") {
     Tensor x = mul(random_input({4, 7}, 18), 2.0), y = mul(random_input({4, 7}, 19), 2.0);
     std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>();
@@ -295,6 +370,14 @@ TEST_CASE("losses: float64 gradients match finite differences for every reductio
                     return cross_entropy(in[0], in[1], weight, -100, mode, 0.2);
                 },
                 {random_input(shape, 25), probabilities(shape, 26)});
+            // The class weights too (PyTorch differentiates them in the probability form; the
+            // backward left them without a gradient).
+            gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                    return cross_entropy(in[0], in[1], in[2], -100, mode, 0.2);
+                },
+                {random_input(shape, 25), probabilities(shape, 26),
+                 random_input({4}, 27, 0.3, 1.7)});
             gradcheck(
                 [&](const std::vector<Tensor>& in) {
                     return nll_loss(in[0], target, weight, 3, mode);

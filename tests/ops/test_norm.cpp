@@ -527,3 +527,103 @@ TEST_CASE("channel norms of empty inputs: zero weight and bias gradients, no cra
     require_close(w.grad(), zeros({3}, DType::float64), 0, 0);
     require_close(b.grad(), zeros({3}, DType::float64), 0, 0);
 }
+
+TEST_CASE("norms of inputs with an empty spatial or batch dim: empty results, zero gradients",
+          "[ops][norm]") {
+    // PyTorch refuses exactly one value per statistic in training, and accepts none: the
+    // result is empty and the weight and bias gradients are 0. lumen crashed on these
+    // (rows of C read from no elements, a grain of kGrainSize / 0) or refused them.
+    auto check = [](const Shape& shape, int64_t channels,
+                    const std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>& f) {
+        INFO(text(shape));
+        Tensor x = zeros(shape, DType::float32).requires_grad_();
+        Tensor w = ones({channels}, DType::float32).requires_grad_();
+        Tensor b = zeros({channels}, DType::float32).requires_grad_();
+        Tensor y = f(x, w, b);
+        CHECK(text(y.shape()) == text(shape));
+        y.backward(zeros(shape, DType::float32));
+        require_close(w.grad(), zeros({channels}, DType::float32), 0, 0);
+        require_close(b.grad(), zeros({channels}, DType::float32), 0, 0);
+        CHECK(text(x.grad().shape()) == text(shape));
+    };
+    Tensor mean = zeros({3}, DType::float32), var = ones({3}, DType::float32);
+    auto running = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return instance_norm(x, mean, var, w, b, false);
+    };
+    check({2, 3, 0}, 3, running);
+    check({2, 3, 0, 2}, 3, [](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return instance_norm(x, {}, {}, w, b);
+    });
+    check({3, 3, 1, 0, 3}, 3, [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return batch_norm(x, mean, var, w, b, false);
+    });
+    Tensor running_mean = tensor({0.5, -1, 2}, {3}, DType::float32);
+    check({0, 3, 2}, 3, [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+        return batch_norm(x, running_mean, var, w, b, true);
+    });
+    require_close(running_mean, {0.5, -1, 2}, 0, 0);  // untouched, as in PyTorch
+    check({2, 6, 0}, 6,
+          [](const Tensor& x, const Tensor& w, const Tensor& b) { return group_norm(x, 3, w, b); });
+}
+
+TEST_CASE("instance_norm and group_norm: float32 gradients at a mean far above the spread",
+          "[ops][norm]") {
+    // dx = g k1 + (x - m) k2 + k3 per channel: the backward folded m into k3 (x k2 - m k2),
+    // which cancels to eps |x| / |x - m| of the result when the mean is 4e5 and the spread
+    // ~100 (relative error ~1e-2 where PyTorch's float32 has ~1e-6).
+    Tensor base = add(random_input({2, 3, 4, 5}, 41, -100, 100), 4e5);
+    Tensor x64 = base.detach().to(DType::float32).to(DType::float64);  // float32-exact
+    Tensor g64 = random_input({2, 3, 4, 5}, 42).detach();
+    Tensor w64 = random_input({3}, 43, 0.5, 1.5).detach();
+    auto grad = [&](DType dtype, bool group) {
+        Tensor x = x64.to(dtype).detach().requires_grad_();
+        Tensor w = w64.to(dtype);
+        Tensor y = group ? group_norm(x, 3, w) : instance_norm(x, {}, {}, w);
+        y.backward(g64.to(dtype));
+        return x.grad().to(DType::float64);
+    };
+    for (bool group : {false, true}) {
+        INFO((group ? "group_norm" : "instance_norm"));
+        Tensor want = grad(DType::float64, group);
+        double scale = lumen::max(abs(want)).item<double>();
+        require_close(grad(DType::float32, group), want.to_vector<double>(), 1e-3, 1e-4 * scale);
+    }
+}
+
+TEST_CASE("group_norm: the float32 forward forms x - mean first", "[ops][norm]") {
+    // y = x scale + (b - mean scale) cancels to eps |x| rstd when the mean is far above the
+    // spread; (x - mean) scale + b is exact here, where each group's mean is a float.
+    Tensor x = tensor({1000, 1000, 1000, 1000, 4e5 - 0.5, 4e5 + 0.25, 4e5 + 0.75, 4e5 - 0.5},
+                      {2, 1, 4}, DType::float32);
+    Tensor y = group_norm(x, 1, {}, {}, 0.1);
+    double rstd = 1 / std::sqrt(1.125 / 4 + 0.1);  // the second sample: mean 4e5
+    require_close(y, {0, 0, 0, 0, -0.5 * rstd, 0.25 * rstd, 0.75 * rstd, -0.5 * rstd}, 1e-6, 1e-6);
+    // A mean that is no float (-4838.468): its rounding, half an ulp (2.4e-4) times rstd
+    // (0.26), was an error of every output; the forward takes the rounding off x - m as well.
+    Tensor row = tensor({-4842.2695, -4834.6665}, {1, 2}, DType::float32);
+    Tensor z = layer_norm(row, {2}, {}, {}, 1e-5);
+    double a = double(-4842.2695f), b = double(-4834.6665f), half = (b - a) / 2;
+    double r = 1 / std::sqrt(half * half + 1e-5);
+    require_close(z, {-half * r, half * r}, 1e-6, 1e-7);
+}
+
+TEST_CASE("layer_norm: float32 gradients at a mean that is no float, far above the spread",
+          "[ops][norm]") {
+    // Two entries 51 and 51.05 (eps 1e-5): dx = rstd w (1 - xhat^2) (g1 - g2) / 2 keeps
+    // 1.6% of its terms, so the saved mean's rounding to float (1.9e-6 against a deviation of
+    // 0.025) became a 1% error of dx; PyTorch's float32 is within 0.1%. The backward now takes
+    // the rounding off x - m.
+    Tensor x64 =
+        tensor({51.0, 51.05, -81.38603, -81.82202}, {2, 2}, DType::float32).to(DType::float64);
+    Tensor w64 = tensor({0.5668755, 1.1743215}, {2}, DType::float64);
+    Tensor g64 = tensor({0.23368172, 2.516095, 0.4320797, 0.79900193}, {2, 2}, DType::float64);
+    auto grads = [&](DType dtype) {
+        Tensor x = x64.to(dtype).detach().requires_grad_();
+        Tensor w = w64.to(dtype).detach().requires_grad_();
+        layer_norm(x, {2}, w, {}, 1e-5).backward(g64.to(dtype));
+        return std::vector<Tensor>{x.grad().to(DType::float64), w.grad().to(DType::float64)};
+    };
+    std::vector<Tensor> want = grads(DType::float64), got = grads(DType::float32);
+    require_close(got[0], want[0].to_vector<double>(), 1e-3, 1e-6);
+    require_close(got[1], want[1].to_vector<double>(), 1e-5, 1e-6);
+}
