@@ -14,6 +14,10 @@ namespace lumen {
 
 namespace cpu {
 
+// words[4 j + w] = philox4x32(key, first + j).x[w] for j < blocks (AVX2 lanes where available):
+// the words other kernels turn into the same masks (the fused attention, ops/cpu/attention.cpp).
+void philox_words(uint64_t key, uint64_t first, int64_t blocks, uint32_t* words);
+
 // x, out (same shape, x's float dtype) and mask (uint8) contiguous:
 //   mask[i] = keep_i, out[i] = x[i] * (keep_i ? scale : 0).
 void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,

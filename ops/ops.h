@@ -1,6 +1,7 @@
 // All op families; included by <lumen/lumen.h>.
 #pragma once
 
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/creation.h"
 #include "ops/dropout.h"

@@ -38,29 +38,41 @@ Tensor MultiheadDGSA::forward(const Tensor& x, const AttentionContext& context) 
                 embed_dim, "), got shape ", x.shape());
     int64_t batch = x.size(0), n = x.size(1), d = head_dim, heads = num_heads;
     Tensor q_lin = q_proj->forward(x);  // (B, N, D), kept for the residual
-    Tensor q = q_lin.view({batch, n, 2 * heads, d}).transpose(1, 2);
-    Tensor k = k_proj->forward(x).view({batch, n, 2 * heads, d}).transpose(1, 2);
-    Tensor v = v_proj->forward(x).view({batch, n, heads, 2 * d}).transpose(1, 2);  // (B,nh,N,2d)
-    Tensor bias = attention_score_bias(context, options.causal, batch, n, x.dtype(), x.device(),
-                                       "MultiheadDGSA");
-    Tensor weights =
-        softmax_attention_weights(q, k, scale, bias).view({batch, heads, 2, n, n});  // A+, A-
+    Tensor k_lin = k_proj->forward(x).view({batch, n, 2 * heads, d});
+    Tensor v = v_proj->forward(x).view({batch, n, heads, 2 * d}).transpose(1, 2);    // (B,nh,N,2d)
     Tensor gate = sigmoid(gate_proj->forward(x)).transpose(1, 2).unsqueeze(-1);      // (B,nh,N,1)
     // g A+ - (1 - g) A- = g (A+ + A-) - A-, for maps or for their products with v.
     auto combine = [&](const Tensor& plus, const Tensor& minus) {
         return sub(mul(gate, add(plus, minus)), minus);
     };
-    if (store_attn) {
-        NoGradGuard no_grad;
-        last_attn = combine(weights.select(2, 0), weights.select(2, 1)).detach();
-    }
     Tensor mixed;  // A v, (B, nh, N, 2d)
-    if (is_training() && attn_drop->p > 0.0) {
-        Tensor fused = combine(weights.select(2, 0), weights.select(2, 1));
-        mixed = matmul(attn_drop->forward(fused), v);
+    if (fused && !store_attn) {
+        Tensor padding =
+            attention_score_bias(context, false, batch, n, x.dtype(), x.device(), "MultiheadDGSA");
+        AttentionDropout drop =
+            attention_dropout_draw(*attn_drop, batch * heads * n * n, x.dtype());
+        auto [plus, minus] =
+            differential_products(q_lin.view({batch, n, 2 * heads, d}), k_lin, v, scale, padding,
+                                  options.causal || context.causal, drop);
+        mixed = combine(plus, minus);
     } else {
-        Tensor both = matmul(weights, v.unsqueeze(2));  // (A+ v, A- v): (B, nh, 2, N, 2d)
-        mixed = combine(both.select(2, 0), both.select(2, 1));
+        Tensor q = q_lin.view({batch, n, 2 * heads, d}).transpose(1, 2);
+        Tensor k = k_lin.transpose(1, 2);
+        Tensor bias = attention_score_bias(context, options.causal, batch, n, x.dtype(), x.device(),
+                                           "MultiheadDGSA");
+        Tensor weights =
+            softmax_attention_weights(q, k, scale, bias).view({batch, heads, 2, n, n});  // A+, A-
+        if (store_attn) {
+            NoGradGuard no_grad;
+            last_attn = combine(weights.select(2, 0), weights.select(2, 1)).detach();
+        }
+        if (is_training() && attn_drop->p > 0.0) {
+            Tensor fused_map = combine(weights.select(2, 0), weights.select(2, 1));
+            mixed = matmul(attn_drop->forward(fused_map), v);
+        } else {
+            Tensor both = matmul(weights, v.unsqueeze(2));  // (A+ v, A- v): (B, nh, 2, N, 2d)
+            mixed = combine(both.select(2, 0), both.select(2, 1));
+        }
     }
     // RMSNorm_2d(A v) * (1 - lambda_init), the constant folded into the norm's weight.
     Tensor normed = rms_norm(mixed, {2 * d}, mul(subln->weight, 1.0 - lambda_init), subln->eps);

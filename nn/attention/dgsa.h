@@ -32,9 +32,11 @@ struct DGSAOptions {
 //   g = sigmoid(x Wg^T + bg) (B, N, nh): one gate per query row and head;
 //   O_h = RMSNorm_2d(g A+ v_h - (1 - g) A- v_h) * (1 - lambda_init);
 //   y = proj_drop(concat_h(O_h) Wo^T) [+ x Wq^T when q_residual].
-// The gate scales whole query rows, so A v = g (A+ v) - (1 - g) (A- v) is computed from one
-// batched product of both maps with v; the fused map g A+ - (1 - g) A- (rows sum to 2g - 1) is
-// formed only for attn_drop > 0 in training or store_attn.
+// The gate scales whole query rows, so A v = g (A+ v) - (1 - g) (A- v): by default A+ v and
+// A- v come from the fused attention op (ops/attention.h, differential_products), with no
+// N x N map and one dropout mask for both (the combined map's); the unfused path (fused =
+// false, or store_attn) forms the maps, and the combined one g A+ - (1 - g) A- (rows sum to
+// 2g - 1) for dropout or store_attn.
 // Parameters: q_proj, k_proj, v_proj, out_proj .weight (D, D) without biases; gate_proj.weight
 // (nh, D), gate_proj.bias (nh); subln.weight (2d) = 1. Time O(B N^2 D + B N D^2), memory
 // O(B 2nh N^2). Shapes: x (B, N, D) -> (B, N, D). Throws [MultiheadDGSA] for D not divisible by
@@ -55,6 +57,7 @@ class MultiheadDGSA : public Attention {
     // When set, each forward keeps the fused map g A+ - (1 - g) A- (B, nh, N, N), detached.
     bool store_attn = false;
     Tensor last_attn;
+    bool fused = true;  // SoftmaxAttention::fused (nn/attention/mhsa.h)
 };
 
 // Registry factory for "dgsa": dim = D, num_heads = nh, layer_index, attn_drop, proj_drop

@@ -66,6 +66,18 @@ Tensor MultiheadDiffAttn::lambda_full() const {
     return diff_lambda(lambda_q1, lambda_k1, lambda_q2, lambda_k2, lambda_init);
 }
 
+std::pair<Tensor, Tensor> differential_products(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                double scale, const Tensor& padding, bool causal,
+                                                const AttentionDropout& drop) {
+    const int64_t batch = q.size(0), n = q.size(1), heads = v.size(1), d = q.size(3);
+    // (B, N, 2nh, d) -> (B, nh, 2, N, d): slot 2h + s is map s of head h.
+    Tensor qs = q.view({batch, n, heads, 2, d}).permute({0, 2, 3, 1, 4});
+    Tensor ks = k.view({batch, k.size(1), heads, 2, d}).permute({0, 2, 3, 1, 4});
+    AttentionOptions options{.scale = scale, .bias = padding, .causal = causal, .dropout = drop};
+    return {scaled_dot_product_attention(qs.select(2, 0), ks.select(2, 0), v, options),
+            scaled_dot_product_attention(qs.select(2, 1), ks.select(2, 1), v, options)};
+}
+
 Tensor MultiheadDiffAttn::forward(const Tensor& x, const AttentionContext& context) {
     LUMEN_CHECK(x.ndim() == 3 && x.size(2) == embed_dim, "MultiheadDiffAttn", "expects x (B, N, ",
                 embed_dim, "), got shape ", x.shape());
@@ -78,12 +90,33 @@ Tensor MultiheadDiffAttn::forward(const Tensor& x, const AttentionContext& conte
         q = apply_rope_interleaved(q, cos, sin);
         k = apply_rope_interleaved(k, cos, sin);
     }
-    Tensor bias = attention_score_bias(context, options.causal, batch, n, x.dtype(), x.device(),
+    Tensor lambda = lambda_full();
+    Tensor mixed;  // A v, (B, nh, N, 2d)
+    if (fused && !store_attn) {
+        Tensor padding = attention_score_bias(context, false, batch, n, x.dtype(), x.device(),
+                                              "MultiheadDiffAttn");
+        AttentionDropout drop =
+            attention_dropout_draw(*attn_drop, batch * heads * n * n, x.dtype());
+        auto [first, second] =
+            differential_products(q, k, v, scale, padding, options.causal || context.causal, drop);
+        mixed = sub(first, mul(second, lambda));
+    } else {
+        mixed = unfused_mix(q, k, v, lambda, context);
+    }
+    // RMSNorm_2d(A v) * (1 - lambda_init), the constant folded into the norm's weight.
+    Tensor normed = rms_norm(mixed, {2 * d}, mul(subln->weight, 1.0 - lambda_init), subln->eps);
+    Tensor merged = normed.transpose(1, 2).reshape({batch, n, embed_dim});
+    return proj_drop->forward(out_proj->forward(merged));
+}
+
+Tensor MultiheadDiffAttn::unfused_mix(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const Tensor& lambda, const AttentionContext& context) {
+    const int64_t batch = q.size(0), n = q.size(1), heads = num_heads;
+    Tensor bias = attention_score_bias(context, options.causal, batch, n, q.dtype(), q.device(),
                                        "MultiheadDiffAttn");
     // Slots 2h and 2h+1 are adjacent, so (B, 2nh, N, N) views as (B, nh, 2, N, N).
     Tensor weights = softmax_attention_weights(q.transpose(1, 2), k.transpose(1, 2), scale, bias)
                          .view({batch, heads, 2, n, n});
-    Tensor lambda = lambda_full();
     auto fused_map = [&] { return sub(weights.select(2, 0), mul(weights.select(2, 1), lambda)); };
     if (store_attn) {
         NoGradGuard no_grad;
@@ -98,10 +131,7 @@ Tensor MultiheadDiffAttn::forward(const Tensor& x, const AttentionContext& conte
         Tensor both = matmul(weights, v.unsqueeze(2));  // (B, nh, 2, N, 2d)
         mixed = sub(both.select(2, 0), mul(both.select(2, 1), lambda));
     }
-    // RMSNorm_2d(A v) * (1 - lambda_init), the constant folded into the norm's weight.
-    Tensor normed = rms_norm(mixed, {2 * d}, mul(subln->weight, 1.0 - lambda_init), subln->eps);
-    Tensor merged = normed.transpose(1, 2).reshape({batch, n, embed_dim});
-    return proj_drop->forward(out_proj->forward(merged));
+    return mixed;
 }
 
 std::string MultiheadDiffAttn::extra_repr() const {

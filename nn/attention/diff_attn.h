@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
+#include "ops/attention.h"
 
 namespace lumen::nn::attention {
 
@@ -45,8 +47,11 @@ struct DiffAttnOptions {
 //   lambda = exp(<lambda_q1, lambda_k1>) - exp(<lambda_q2, lambda_k2>) + lambda_init (one
 //   scalar for all heads); O_h = RMSNorm_2d(P1 v_h - lambda P2 v_h) * (1 - lambda_init);
 //   y = proj_drop(concat_h(O_h) Wo^T).
-// A v is computed as P1 v - lambda (P2 v) (one batched product of both maps with v), so the
-// fused N x N map is never formed (it is only with attn_drop > 0 in training, or store_attn).
+// A v is computed as P1 v - lambda (P2 v): by default each P v by the fused attention op
+// (ops/attention.h), so no N x N map exists at all, with attention dropout as one mask drawn
+// for the combined map (B, nh, N, N) and applied to both (the same numbers as dropping the
+// combined map, since the mask multiplies entries). The unfused path (fused = false, or
+// store_attn) forms both maps.
 // Parameters (official names): q_proj, k_proj, v_proj, out_proj .weight (D, D), no biases;
 // lambda_q1, lambda_k1, lambda_q2, lambda_k2 (d) ~ N(0, 0.1); subln.weight (2d) = 1.
 // Time O(B N^2 D + B N D^2), memory O(B 2nh N^2). Shapes: x (B, N, D) -> (B, N, D).
@@ -71,7 +76,20 @@ class MultiheadDiffAttn : public Attention {
     // When set, each forward keeps the fused map P1 - lambda P2 (B, nh, N, N), detached.
     bool store_attn = false;
     Tensor last_attn;
+    bool fused = true;  // SoftmaxAttention::fused (nn/attention/mhsa.h)
+
+  private:
+    // A v through the two (B, nh, N, N) maps (store_attn keeps the combined one).
+    Tensor unfused_mix(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lambda,
+                       const AttentionContext& context);
 };
+
+// The two maps' products of the differential heads, fused (ops/attention.h): q, k (B, N, 2nh, d)
+// with slots 2h, 2h+1 the two maps of head h, v (B, nh, N, 2d); returns (P1 v, P2 v), each
+// (B, nh, N, 2d). `drop` (one draw for the (B, nh, N, N) map) drops the same entries of both.
+std::pair<Tensor, Tensor> differential_products(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                double scale, const Tensor& padding, bool causal,
+                                                const AttentionDropout& drop);
 
 // Registry factory for "diff": dim = D, num_heads = nh, layer_index, attn_drop, proj_drop
 // (qkv_bias is ignored: the official layout has no projection biases); options causal, rope

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/layout.h"
 #include "ops/matmul.h"
@@ -42,6 +43,29 @@ Tensor softmax_attention_weights(const Tensor& q, const Tensor& k, double scale,
     Tensor scores = matmul(mul(q, scale), k.transpose(-2, -1));
     if (bias.defined()) scores = add(scores, bias);
     return softmax(scores, -1);
+}
+
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const SoftmaxAttention& how) {
+    if (how.fused) {
+        Shape map = q.shape();
+        map.back() = k.size(-2);
+        AttentionDropout drop = draw_attention_dropout(how.drop_p, shape_numel(map), q.dtype());
+        return scaled_dot_product_attention(
+            q, k, v, {.scale = how.scale, .bias = how.bias, .causal = how.causal, .dropout = drop});
+    }
+    Tensor bias = how.bias;
+    if (how.causal) {
+        Tensor triangle = causal_mask(q.size(-2), q.dtype(), q.device());
+        bias = bias.defined() ? add(bias, triangle) : triangle;
+    }
+    Tensor weights = softmax_attention_weights(q, k, how.scale, bias);
+    if (how.drop_p > 0.0) weights = dropout(weights, how.drop_p, true);
+    return matmul(weights, v);
+}
+
+AttentionDropout attention_dropout_draw(const Dropout& module, int64_t map_numel, DType dtype) {
+    if (!module.is_training() || module.p == 0.0) return {};
+    return draw_attention_dropout(module.p, map_numel, dtype);
 }
 
 void check_attention_options(const AttentionConfig& config, const std::vector<std::string>& known,
@@ -83,10 +107,20 @@ Tensor MHSA::forward(const Tensor& x, const AttentionContext& context) {
     Tensor qkv_heads =
         qkv->forward(x).view({batch, n, 3, num_heads, head_dim}).permute({2, 0, 3, 1, 4});
     Tensor q = qkv_heads.select(0, 0), k = qkv_heads.select(0, 1), v = qkv_heads.select(0, 2);
-    Tensor bias = attention_score_bias(context, causal, batch, n, x.dtype(), x.device(), "MHSA");
-    Tensor weights = softmax_attention_weights(q, k, scale, bias);  // (B, nh, N, N)
-    if (store_attn) last_attn = weights.detach();
-    Tensor heads = matmul(attn_drop->forward(weights), v);  // (B, nh, N, Hd)
+    Tensor heads;  // (B, nh, N, Hd)
+    if (store_attn) {
+        Tensor bias =
+            attention_score_bias(context, causal, batch, n, x.dtype(), x.device(), "MHSA");
+        Tensor weights = softmax_attention_weights(q, k, scale, bias);  // (B, nh, N, N)
+        last_attn = weights.detach();
+        heads = matmul(attn_drop->forward(weights), v);
+    } else {
+        // Padded keys as a (B, 1, 1, N) bias; the causal triangle is skipped tile by tile.
+        Tensor padding =
+            attention_score_bias(context, false, batch, n, x.dtype(), x.device(), "MHSA");
+        double drop_p = attn_drop->is_training() ? attn_drop->p : 0.0;
+        heads = attend(q, k, v, {scale, padding, causal || context.causal, drop_p, fused});
+    }
     Tensor merged = heads.transpose(1, 2).reshape({batch, n, num_heads * head_dim});
     return proj_drop->forward(proj->forward(merged));
 }

@@ -10,6 +10,7 @@
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
+#include "ops/attention.h"
 
 namespace lumen::nn::attention {
 
@@ -26,6 +27,26 @@ Tensor attention_score_bias(const AttentionContext& context, bool causal, int64_
 // scaled (N x d) rather than the scores (N x M). A row whose keys are all masked gives NaN.
 Tensor softmax_attention_weights(const Tensor& q, const Tensor& k, double scale,
                                  const Tensor& bias);
+
+// What attend() computes: dropout(softmax(scale q k^T + bias, causal)) v.
+struct SoftmaxAttention {
+    double scale = 1.0;
+    Tensor bias;          // broadcastable to (..., N, M), or undefined
+    bool causal = false;  // key j > query i masked
+    double drop_p = 0.0;  // the attention dropout (0 when not training)
+    // scaled_dot_product_attention (ops/attention.h: tiles, no N x M map) when true; the
+    // unfused ops, which materialise the map, when false (the reference the fused path is
+    // tested against; variants that keep their map, store_attn, take it).
+    bool fused = true;
+};
+
+// q (..., N, d), k (..., M, d), v (..., M, dv) -> (..., N, dv). With dropout both paths draw
+// the map's mask from the default generator the same way, so they agree element for element.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const SoftmaxAttention& how);
+
+// The attention dropout of a map of `map_numel` entries for `module` (p when training, else no
+// draw), as dropout(map) would draw it: for variants that attend twice with one mask.
+AttentionDropout attention_dropout_draw(const Dropout& module, int64_t map_numel, DType dtype);
 
 // timm Attention: qkv = x W_qkv^T + b (B, N, 3 inner) viewed (B, N, 3, nh, Hd) -> q, k, v
 // (B, nh, N, Hd); P = softmax(q k^T * Hd^-0.5 + mask); y = proj_drop(proj(attn_drop(P) v)),
@@ -48,9 +69,10 @@ class MHSA : public Attention {
     double scale;
     bool causal;
     // When set, each forward keeps the softmax map P (B, nh, N, N), detached, in last_attn
-    // (for attention_rollout, nn/rollout.h).
+    // (for attention_rollout, nn/rollout.h); the map is then formed (the unfused path).
     bool store_attn = false;
     Tensor last_attn;
+    bool fused = true;  // SoftmaxAttention::fused
 };
 
 // Registry factory for "mhsa": dim, num_heads, head_dim, qkv_bias, attn_drop, proj_drop;

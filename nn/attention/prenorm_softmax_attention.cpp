@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "nn/attention/mhsa.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
@@ -20,9 +21,9 @@ Tensor PreNormSoftmaxAttention::mix(const Tensor& qkv) {
     std::vector<Tensor> parts = chunk(qkv, 3, -1);
     Tensor q = split_heads(parts[0], heads), k = split_heads(parts[1], heads);
     Tensor v = split_heads(parts[2], heads);
-    // Scaling Q (N x d) instead of the logits (N x N) costs less for every N > d.
-    Tensor logits = matmul(mul(q, 1.0 / std::sqrt(double(dim_head))), k.transpose(-1, -2));
-    return merge_heads(matmul(dropout->forward(softmax(logits, -1)), v));
+    double drop_p = dropout->is_training() ? dropout->p : 0.0;
+    return merge_heads(
+        attend(q, k, v, {1.0 / std::sqrt(double(dim_head)), Tensor(), false, drop_p, fused}));
 }
 
 std::shared_ptr<Attention> make_vitpt_softmax_attention(const AttentionConfig& config) {

@@ -7,12 +7,14 @@
 
 namespace lumen::nn::attention {
 
-// O_m = dropout(softmax_lastdim(Q_m K_m^T * d^-1/2)) V_m. Time O(N^2 D), memory O(h N^2)
-// (the weights are materialized). Shapes and errors: PreNormAttention.
+// O_m = dropout(softmax_lastdim(Q_m K_m^T * d^-1/2)) V_m, by the fused attention op (no N x N
+// map: time O(N^2 D), memory O(N D)) or, with fused = false, through the materialised weights
+// (memory O(h N^2)). Shapes and errors: PreNormAttention.
 class PreNormSoftmaxAttention : public PreNormAttention {
   public:
     PreNormSoftmaxAttention(int64_t dim, const PreNormAttentionOptions& options);
     std::shared_ptr<Dropout> dropout;  // on the attention weights (attn_drop)
+    bool fused = true;                 // SoftmaxAttention::fused (nn/attention/mhsa.h)
 
   protected:
     Tensor mix(const Tensor& qkv) override;

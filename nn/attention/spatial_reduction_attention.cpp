@@ -87,9 +87,9 @@ Tensor SRAttention::forward(const Tensor& x, int64_t height, int64_t width, int6
     Tensor q_heads = q->forward(x).view({batch, n, num_heads, head_dim}).transpose(1, 2);
     Tensor kv_heads =
         kv->forward(src).view({batch, m, 2, num_heads, head_dim}).permute({2, 0, 3, 1, 4});
-    Tensor weights = softmax_attention_weights(q_heads, kv_heads.select(0, 0),
-                                               1.0 / std::sqrt(double(head_dim)), Tensor());
-    Tensor heads = matmul(attn_drop->forward(weights), kv_heads.select(0, 1));  // (B, nh, N, Hd)
+    double drop_p = attn_drop->is_training() ? attn_drop->p : 0.0;
+    Tensor heads = attend(q_heads, kv_heads.select(0, 0), kv_heads.select(0, 1),
+                          {1.0 / std::sqrt(double(head_dim)), Tensor(), false, drop_p, fused});
     return proj_drop->forward(proj->forward(heads.transpose(1, 2).reshape({batch, n, dim})));
 }
 

@@ -61,6 +61,7 @@ class SRAttention : public Attention {
     std::shared_ptr<LayerNorm> norm;                // likewise
     int64_t dim, num_heads, head_dim, sr_ratio;
     bool linear;
+    bool fused = true;  // SoftmaxAttention::fused (nn/attention/mhsa.h)
 
   private:
     // The K/V source tokens (B, P + M, C) of x (B, P + H*W, C).

@@ -81,8 +81,8 @@ Tensor WindowAttention::attention_windows(const Tensor& windows, const Tensor& m
     Tensor q = parts.select(0, 0), k = parts.select(0, 1), v = parts.select(0, 2);
     Tensor bias = position_bias(n);                                        // (heads, n, n)
     if (mask.defined()) bias = add(bias.unsqueeze(0), mask.unsqueeze(1));  // (nW, heads, n, n)
-    Tensor weights = softmax_attention_weights(q, k, scale, bias);
-    Tensor heads = matmul(weights, v);  // (images, groups, heads, n, Hd)
+    Tensor heads =
+        attend(q, k, v, {scale, bias, false, 0.0, fused});  // (images, groups, heads, n, Hd)
     return proj->forward(heads.permute({0, 1, 3, 2, 4}).reshape({count, n, dim}));
 }
 

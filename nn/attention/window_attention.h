@@ -59,6 +59,9 @@ class WindowAttention : public Attention {
     double scale;
     std::vector<int64_t> window_size, shift_size;
     std::string mixer;
+    // SoftmaxAttention::fused (nn/attention/mhsa.h): the windows' maps are never stored; the
+    // relative position bias gets its gradient from the fused backward.
+    bool fused = true;
 
   private:
     Tensor attention_windows(const Tensor& windows, const Tensor& mask);

@@ -99,9 +99,9 @@ Tensor SABlock::forward(const Tensor& x, const attention::AttentionContext& cont
     Tensor parts =
         qkv->forward(x).view({batch, n, 3, num_heads, head_dim}).permute({2, 0, 3, 1, 4});
     Tensor q = parts.select(0, 0), k = parts.select(0, 1), v = parts.select(0, 2);
-    Tensor weights =
-        attention::softmax_attention_weights(q, k, 1.0 / std::sqrt(double(head_dim)), Tensor());
-    Tensor heads = matmul(weights, v);  // (B, heads, N, hd)
+    Tensor heads = attention::attend(
+        q, k, v,
+        {1.0 / std::sqrt(double(head_dim)), Tensor(), false, 0.0, fused});  // (B, heads, N, hd)
     return out_proj->forward(heads.transpose(1, 2).reshape({batch, n, hidden_size}));
 }
 

@@ -72,6 +72,7 @@ class SABlock : public attention::Attention {
     std::shared_ptr<attention::Attention> mixer;  // other mixers only
     int64_t hidden_size, num_heads, head_dim;
     MixerOptions options;
+    bool fused = true;  // attention::SoftmaxAttention::fused (nn/attention/mhsa.h)
 };
 
 // The pre-norm MONAI TransformerBlock: x = x + attn(norm1(x)); x = x + mlp(norm2(x)),

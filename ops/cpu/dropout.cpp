@@ -104,6 +104,15 @@ void forward_typed(uint64_t seed, uint64_t offset, T keep_prob, T scale, const T
 
 }  // namespace
 
+void philox_words(uint64_t key, uint64_t first, int64_t blocks, uint32_t* words) {
+    alignas(32) uint32_t lanes[4 * kLanes];
+    for (int64_t j = 0; j < blocks; j += kLanes) {
+        philox_lanes(key, first + uint64_t(j), lanes);
+        int64_t count = std::min<int64_t>(kLanes, blocks - j);
+        std::memcpy(words + 4 * j, lanes, size_t(4 * count) * sizeof(uint32_t));
+    }
+}
+
 void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
                      const StridedView& x, const StridedView& out, const StridedView& mask) {
     dispatch_floating(x.dtype, "dropout", [&]<typename T>() {
