@@ -39,8 +39,8 @@ struct DGSAOptions {
 // 2g - 1) for dropout or store_attn.
 // Parameters: q_proj, k_proj, v_proj, out_proj .weight (D, D) without biases; gate_proj.weight
 // (nh, D), gate_proj.bias (nh); subln.weight (2d) = 1. Time O(B N^2 D + B N D^2), memory
-// O(B 2nh N^2). Shapes: x (B, N, D) -> (B, N, D). Throws [MultiheadDGSA] for D not divisible by
-// 2 nh, or a wrong input or mask shape.
+// O(B N D) fused, O(B 2nh N^2) unfused. Shapes: x (B, N, D) -> (B, N, D). Throws
+// [MultiheadDGSA] for D not divisible by 2 nh, or a wrong input or mask shape.
 class MultiheadDGSA : public Attention {
   public:
     MultiheadDGSA(int64_t embed_dim, int64_t num_heads, const DGSAOptions& options = {});

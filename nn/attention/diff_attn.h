@@ -54,7 +54,8 @@ struct DiffAttnOptions {
 // store_attn) forms both maps.
 // Parameters (official names): q_proj, k_proj, v_proj, out_proj .weight (D, D), no biases;
 // lambda_q1, lambda_k1, lambda_q2, lambda_k2 (d) ~ N(0, 0.1); subln.weight (2d) = 1.
-// Time O(B N^2 D + B N D^2), memory O(B 2nh N^2). Shapes: x (B, N, D) -> (B, N, D).
+// Time O(B N^2 D + B N D^2), memory O(B N D) fused, O(B 2nh N^2) unfused. Shapes: x (B, N, D) ->
+// (B, N, D).
 // Throws [MultiheadDiffAttn] for D not divisible by 2 nh, an odd d with RoPE, or a wrong input
 // or mask shape.
 class MultiheadDiffAttn : public Attention {

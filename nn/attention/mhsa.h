@@ -52,7 +52,8 @@ AttentionDropout attention_dropout_draw(const Dropout& module, int64_t map_numel
 // (B, nh, N, Hd); P = softmax(q k^T * Hd^-0.5 + mask); y = proj_drop(proj(attn_drop(P) v)),
 // heads concatenated head-major. inner = nh * Hd (Hd = dim / nh unless head_dim is given).
 // Parameters: qkv.weight (3 inner, dim), qkv.bias (3 inner, if qkv_bias), proj.weight
-// (dim, inner), proj.bias (dim). Time O(B N^2 inner + B N dim inner), memory O(B nh N^2).
+// (dim, inner), proj.bias (dim). Time O(B N^2 inner + B N dim inner), memory O(B N inner)
+// fused (attend), O(B nh N^2) with fused = false or store_attn.
 // Shapes: x (B, N, dim) -> (B, N, dim); the context's key_padding_mask and causal (or the
 // module's own `causal`) mask the scores. Throws [MHSA] for a wrong input or mask shape.
 class MHSA : public Attention {

@@ -59,9 +59,9 @@ Tensor MultiHeadSelfAttn::forward(const Tensor& x, const AttentionContext& conte
     Tensor v = heads.select(2, 2).transpose(1, 2);
     Tensor bias =
         attention_score_bias(context, false, batch, n, x.dtype(), x.device(), "MultiHeadSelfAttn");
-    Tensor weights = softmax_attention_weights(q.transpose(1, 2), k.transpose(1, 2),
-                                               1.0 / std::sqrt(double(head_dim)), bias);
-    Tensor y = matmul(weights, v);  // (B, h, N, dh)
+    Tensor y =
+        attend(q.transpose(1, 2), k.transpose(1, 2), v,
+               {1.0 / std::sqrt(double(head_dim)), bias, false, 0.0, fused});  // (B, h, N, dh)
     return out_proj->forward(y.transpose(1, 2).reshape({batch, n, dim}));
 }
 
@@ -119,12 +119,20 @@ Tensor MultiHeadDiffAttn::forward(const Tensor& x, const AttentionContext& conte
     }
     Tensor bias =
         attention_score_bias(context, false, batch, n, x.dtype(), x.device(), "MultiHeadDiffAttn");
-    Tensor weights = softmax_attention_weights(q.transpose(1, 2), k.transpose(1, 2),
-                                               1.0 / std::sqrt(double(d)), bias)
-                         .view({batch, h, 2, n, n});
-    // A v = A_0 v - lambda (A_1 v): both maps of a head times its values in one product.
-    Tensor both = matmul(weights, v.unsqueeze(2));  // (B, h, 2, N, dh)
-    Tensor mixed = sub(both.select(2, 0), mul(both.select(2, 1), lambda_full()));
+    // A v = A_0 v - lambda (A_1 v), each map's product fused (no N x N map) or, unfused, both
+    // maps of a head times its values in one product.
+    Tensor first, second;  // (B, h, N, dh)
+    if (fused) {
+        std::tie(first, second) =
+            differential_products(q, k, v, 1.0 / std::sqrt(double(d)), bias, false, {});
+    } else {
+        Tensor weights = softmax_attention_weights(q.transpose(1, 2), k.transpose(1, 2),
+                                                   1.0 / std::sqrt(double(d)), bias)
+                             .view({batch, h, 2, n, n});
+        Tensor both = matmul(weights, v.unsqueeze(2));  // (B, h, 2, N, dh)
+        first = both.select(2, 0), second = both.select(2, 1);
+    }
+    Tensor mixed = sub(first, mul(second, lambda_full()));
     // RMSNorm_dh(A v) (1 - lambda_init), the constant folded into the norm's weight.
     Tensor normed = rms_norm(mixed, {head_dim}, mul(subln->weight, 1.0 - lambda_init), subln->eps);
     return out_proj->forward(normed.transpose(1, 2).reshape({batch, n, dim}));

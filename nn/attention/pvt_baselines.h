@@ -18,8 +18,8 @@ namespace lumen::nn::attention {
 //   [q | k | v] = qkv(x), heads of dh = C / h consecutive channels; RoPE (D = dh) on q, k;
 //   y = out_proj(concat_h softmax(q_h k_h^T dh^-1/2) v_h).
 // Parameters: qkv.weight (3C, C), qkv.bias (3C, if qkv_bias), out_proj.weight (C, C),
-// out_proj.bias (C). Time O(N^2 C + N C^2), memory O(h N^2). Shapes: x (B, N, C) -> (B, N, C);
-// a key_padding_mask or causal context masks the scores. Throws [MultiHeadSelfAttn] for C not
+// out_proj.bias (C). Time O(N^2 C + N C^2), memory O(N C) (fused). Shapes: x (B, N, C) -> (B, N,
+// C); a key_padding_mask or causal context masks the scores. Throws [MultiHeadSelfAttn] for C not
 // divisible by h, an odd dh with RoPE, or a wrong input shape.
 class MultiHeadSelfAttn : public Attention {
   public:
@@ -33,6 +33,7 @@ class MultiHeadSelfAttn : public Attention {
     int64_t dim, n_heads, head_dim;
     bool use_rope;
     double rope_base;
+    bool fused = true;  // SoftmaxAttention::fused (nn/attention/mhsa.h)
 };
 
 // lambda_init = 0.8 - 0.6 exp(-0.3 depth) with the official depth 3, 2, 1 of de1, de2, de3
@@ -47,7 +48,8 @@ double pvt_lambda_init(int64_t depth);
 //   lambda = exp(<lambda_q1, lambda_k1>) - exp(<lambda_q2, lambda_k2>) + lambda_init,
 //   head_j = (1 - lambda_init) RMSNorm_dh((A_{j,0} - lambda A_{j,1}) v_j)   (subln, eps 1e-5),
 //   out = out_proj(concat heads), out_proj without bias.
-// A v is formed as A_0 v - lambda (A_1 v), so the fused N x N map is never built.
+// A v is formed as A_0 v - lambda (A_1 v), each product by the fused attention op (no N x N
+// map at all; fused = false: both maps, never their combination).
 // Parameters: qkv.weight (3C, C), qkv.bias (3C), lambda_q1, lambda_k1, lambda_q2, lambda_k2
 // (dh) ~ N(0, 0.1^2), subln.weight (dh), out_proj.weight (C, C). Time O(N^2 C + N C^2).
 // Shapes: x (B, N, C) -> (B, N, C); masks as MultiHeadSelfAttn. Throws [MultiHeadDiffAttn] for
@@ -69,6 +71,7 @@ class MultiHeadDiffAttn : public Attention {
     double lambda_init;
     bool use_rope;
     double rope_base;
+    bool fused = true;  // SoftmaxAttention::fused (nn/attention/mhsa.h)
 };
 
 // Registry factory for "pvt_sa": dim, num_heads (head_dim -1 or dim / num_heads), qkv_bias;

@@ -1,6 +1,7 @@
 // The fused attention path of every softmax variant (MHSA, the differential attention, M-DGSA,
 // ViT-pytorch's softmax attention, Swin's window attention with its relative position bias and
-// shift mask, PVT's spatial-reduction attention, the context study's SABlock) against the
+// shift mask, PVT's spatial-reduction attention and PVT-GDLA's two softmax baselines, the context
+// study's SABlock) against the
 // unfused path of the same module (fused = false): outputs and the gradients of the input and
 // of every parameter, in float64, in training mode with attention dropout (the same mask on
 // both paths), with key padding and causal masks where the variant takes them.
@@ -11,6 +12,7 @@
 #include "nn/attention/diff_attn.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
+#include "nn/attention/pvt_baselines.h"
 #include "nn/attention/spatial_reduction_attention.h"
 #include "nn/attention/window_attention.h"
 #include "nn/context/vit_blocks.h"
@@ -157,6 +159,20 @@ TEST_CASE("fused attention: ViT-pytorch softmax, Swin windows, PVT SRA and SABlo
         require_paths_agree(
             *m, [&](bool f) { m->fused = f; }, [&](const Tensor& t) { return m->forward(t, grid); },
             random_input({2, 144, 16}, 6));
+    }
+    SECTION("PVT-GDLA's baselines: pvt_sa (RoPE) and pvt_da with padded keys") {
+        Tensor x = random_input({2, 140, 16}, 8);
+        AttentionContext padded{.key_padding_mask = padding_mask(2, 140)};
+        auto sa = std::dynamic_pointer_cast<MultiHeadSelfAttn>(
+            make_attention(config("pvt_sa", 16, 2, 0.0, {{"rope", 1}})));
+        require_paths_agree(
+            *sa, [&](bool f) { sa->fused = f; },
+            [&](const Tensor& t) { return sa->forward(t, padded); }, x);
+        auto da = std::dynamic_pointer_cast<MultiHeadDiffAttn>(
+            make_attention(config("pvt_da", 16, 2, 0.0)));
+        require_paths_agree(
+            *da, [&](bool f) { da->fused = f; },
+            [&](const Tensor& t) { return da->forward(t, padded); }, x);
     }
     SECTION("SABlock (MONAI self-attention)") {
         auto m = std::make_shared<nn::context::SABlock>(16, 4);
