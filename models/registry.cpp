@@ -100,8 +100,9 @@ ModelInput vit_input(const nn::Options& o) {
     return input;
 }
 
-// Attention maps of size (heads, T, T) that a variant keeps per example: the softmax ones one
-// (differential and M-DGSA two); the linear, windowed and state-space ones none.
+// Softmax maps per head that a variant computes: the softmax ones one (differential and M-DGSA
+// two); the linear, windowed and state-space ones none. All of them run fused
+// (ops/attention.h), so each map leaves a log-sum-exp per row and one output, never T x T.
 double attention_maps(const std::string& type) {
     if (type == "mhsa" || type == "vitpt_softmax" || type == "pvt_sa" || type == "pvt_da" ||
         type == "pvt_sra")
@@ -123,7 +124,9 @@ double attention_parameters(const std::string& type, double d) {
 
 // ViT / DGViT parameters from the layer shapes (models/vit.h), and activations per example:
 // about 8 token-width tensors per block (norms, projections, residuals, dropout masks), the
-// MLP's hidden tensors, and 1.5 float32 copies of each attention map.
+// MLP's hidden tensors, and each fused attention map's output and log-sum-exp. A checkpointed
+// block (model.grad_checkpointing k: every k-th) keeps only its input, and the backward holds
+// one recomputed block on top.
 // tests/models/test_registry_cost.cpp holds it to the real parameter count and memory peak.
 models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, bool swiglu,
                            double ratio) {
@@ -140,12 +143,16 @@ models::ModelCost vit_cost(const nn::Options& o, const std::string& attn_type, b
     models::ModelCost cost;
     cost.parameters = depth * block + chans * p * p * d + d + prefix * d + tokens * d + 2 * d +
                       d * classes + classes;
-    const double maps = attention_maps(attn_type) * heads * tokens * tokens;
+    const double maps = attention_maps(attn_type) * tokens * (heads + d);
     // The local mixers keep about 16 more token-width tensors (gdla's gate and convolution,
     // swin_window's padded, rolled and windowed copies).
     const double mixer = attn_type == "gdla" || attn_type == "swin_window" ? 16 * d : 0;
-    const double per_block = tokens * (8 * d + mixer + (swiglu ? 5 : 3) * hidden) + 1.5 * maps;
-    cost.activation_bytes = 4 * (depth * per_block + 4 * tokens * d + chans * img[0] * img[1]);
+    const double per_block = tokens * (8 * d + mixer + (swiglu ? 5 : 3) * hidden) + maps;
+    const int64_t every = o.get_int("grad_checkpointing");
+    const double recomputed = every > 0 ? std::floor(depth / double(every)) : 0;
+    const double blocks = (depth - recomputed) * per_block + recomputed * tokens * d +
+                          (recomputed > 0 ? per_block : 0);
+    cost.activation_bytes = 4 * (blocks + 4 * tokens * d + chans * img[0] * img[1]);
     return cost;
 }
 

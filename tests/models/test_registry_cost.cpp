@@ -71,3 +71,21 @@ TEST_CASE("registry cost: DGViT at the quickstart and Table 3 sizes", "[models][
     check_cost("dgvit", quick, 16);
     check_cost("dgvit", nn::Options("dgvit"), 8);  // D 256, depth 8, patch 4 on 28 x 28
 }
+
+TEST_CASE("registry cost: activation checkpointing (every block, every second block)",
+          "[models][registry]") {
+    for (int64_t every : {1, 2}) {
+        INFO("grad_checkpointing " << every);
+        nn::Options vit("vit");
+        vit.set("embed_dim", int64_t(64));
+        vit.set("depth", int64_t(6));
+        vit.set("num_heads", int64_t(4));
+        vit.set("img_size", std::vector<int64_t>{32, 32});
+        vit.set("patch_size", int64_t(4));
+        vit.set("grad_checkpointing", every);
+        check_cost("vit", vit, 8);
+        nn::Options dgvit("dgvit");
+        dgvit.set("grad_checkpointing", every);
+        check_cost("dgvit", dgvit, 8);
+    }
+}
