@@ -313,8 +313,14 @@ struct SquaredDeviationReducer {
     Acc identity() const { return 0; }
     Acc combine(Acc a, Acc b) const { return a + b; }
     Acc segment(const T* x, int64_t n, int64_t stride, int64_t, int64_t at) const {
-        T center = T(mean[at]);
-        return sum_run(x, n, stride, [center](T v) { return (v - center) * (v - center); });
+        // The mean's rounding to T is taken off x - center as well (x - center is exact near the
+        // center): with a mean far above the spread, that half ulp would otherwise add
+        // n ulp^2 / 4 to the sum, a large relative error of a small variance.
+        const T center = T(mean[at]), low = T(mean[at] - double(center));
+        return sum_run(x, n, stride, [center, low](T v) {
+            T deviation = T(v - center) - low;
+            return deviation * deviation;
+        });
     }
     void columns(Acc* acc, const T* x, int64_t n, int64_t stride, int64_t, int64_t at,
                  int64_t out_stride) const {

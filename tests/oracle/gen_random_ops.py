@@ -165,6 +165,15 @@ def pinned(out_ops, out_rejected):
     put("var_all", "op.var", lambda input, **kw: torch.var(input, **kw),
         {"input": torch.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=D)},
         {"unbiased": True}, seed=5, note="var over all dims: a 0-d result")
+    # 5. Found by the hunt after the merge (seed 307): a float32 var whose mean lies far above
+    #    the spread (10.001 +- 1e-4); the mean's rounding to float, unless taken off x - mean,
+    #    adds n ulp^2 / 4 to the sum (2e-5 relative error).
+    put("var_mean_far_above_spread", "op.var", lambda input, **kw: torch.var(input, **kw),
+        {"input": torch.tensor([[10.001058, 10.0008955, 10.001094],
+                                [10.000904, 10.001078, 10.000931],
+                                [10.001093, 10.000988, 10.00091]], dtype=D).unsqueeze(-1)},
+        {"dim": 1, "keepdim": False, "unbiased": True}, seed=7,
+        note="float32 var at a mean far above the spread")
     # The vectors check-vectors must reject (ctest check_vectors_rejects): log_softmax_inf
     # with a stored value replaced by an infinity or NaN where lumen's is finite. Before the
     # runner compared non-finite values exactly, all three passed.

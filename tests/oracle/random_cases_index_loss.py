@@ -218,6 +218,13 @@ def class_loss(r, op):
     fn = getattr(F, op)
 
     def terms(inputs, config, douts):
+        if op == "nll_loss":
+            # The reduced loss -sum w_t x_t cancels when the picked inputs have both signs
+            # (50 w_1 - 100 w_0 + 100 w_0 - 50 w_1 = 0 up to float rounding): its terms are the
+            # same loss of |x|.
+            rest = {k: v for k, v in inputs.items() if k not in ("input", "target")}
+            magnitude = fn(inputs["input"].abs(), inputs["target"], **rest, **config)
+            return {"out.y": _absmax(magnitude)}
         # The input gradient g (softmax a - b w - [c == t] (1 - ls) w_t) cancels to ~0 for a
         # confident or single-class sample: its terms are at most g (2 max w max(sum q, 1)).
         if op != "cross_entropy" or not inputs["input"].numel():

@@ -71,13 +71,18 @@ def activation(r, op):
     x = _boundary(r, x, points)
 
     def terms(inputs, config, douts):
+        x = inputs["input"][torch.isfinite(inputs["input"])]
+        if op == "elu":
+            # alpha (e^x - 1) below 0, computed so by PyTorch's vectorized CPU kernel and by
+            # lumen's: near 0 it is a difference of terms of size alpha (an absolute error of
+            # about alpha ulp(1), 2e-5 relative at x = -0.0036).
+            return {"out.y": abs(config.get("alpha", 1.0))} if bool((x < 0).any()) else {}
         # GELU's x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 cancels in its left tail (1 + erf ~ 1e-6
         # at x = -5): the result is a difference of terms of size |x| / 2; its gradient likewise.
-        x = inputs["input"][torch.isfinite(inputs["input"])]
         d = douts["y"][torch.isfinite(inputs["input"])].abs()
         return {"out.y": _absmax(x), "grad.in.input": 1.25 * _absmax(d)}
     return Case(lambda input, **kw: fn(input, **kw), {"input": x}, config, ulps=64,
-                terms=terms if op == "gelu" else None, note=f"{op} {shape}")
+                terms=terms if op in ("gelu", "elu") else None, note=f"{op} {shape}")
 
 
 # ---- softmax, log_softmax ----
