@@ -3,6 +3,7 @@
 #include "models/context_vit.h"
 
 #include "nn/activation.h"
+#include "nn/checkpoint.h"
 #include "nn/embed.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -31,8 +32,16 @@ std::vector<Tensor> ContextViT::forward_hidden(const Tensor& x) {
     std::vector<Tensor> hidden{x};
     Tensor h = patch_embedding->forward(x);
     if (cls_token.defined()) h = nn::prepend_token(h, cls_token);
+    const int64_t every = config.grad_checkpointing;
+    int64_t index = 0;
     for (const auto& block : *blocks) {
-        h = block->forward(h);
+        if (every > 0 && ++index % every == 0) {
+            h = nn::checkpoint(
+                [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {h},
+                block->parameters());
+        } else {
+            h = block->forward(h);
+        }
         hidden.push_back(h);
     }
     hidden.push_back(norm->forward(h));
@@ -122,6 +131,7 @@ ContextViTConfig ContextViTModelConfig::backbone() const {
     c.num_heads = num_heads;
     c.classification = decoder == "linear";
     c.mixer = mixer;
+    c.grad_checkpointing = grad_checkpointing;
     return c;
 }
 

@@ -27,6 +27,8 @@ struct ContextViTConfig {
     int spatial_dims = 2;
     bool classification = false;  // with mixer "attn": a cls token (zeros init) is prepended
     nn::context::MixerOptions mixer;
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h).
+    int64_t grad_checkpointing = 0;
 };
 
 // forward_hidden(x (B, in, *img)) -> [x, h_1, ..., h_L, norm(h_L)], h_i the raw block outputs
@@ -102,6 +104,7 @@ struct ContextViTModelConfig {
     int64_t hidden_size = 384, mlp_dim = 1536, num_layers = 12, num_heads = 6;
     int64_t feature_size = 32;
     nn::context::MixerOptions mixer;
+    int64_t grad_checkpointing = 0;  // ContextViTConfig::grad_checkpointing
     // The backbone's settings (2-D when time == 1, else 3-D over (T, H, W)).
     ContextViTConfig backbone() const;
 };

@@ -225,17 +225,28 @@ ModelEntry context_vit_entry() {
          Strings{"unetr", "linear"}},
         {"in_channels", int64_t(1), "input channels", {}, size_range()},
         {"out_channels", int64_t(2), "classes or output channels", {}, size_range()},
-        {"img_size", Ints{224, 224}, "(H, W) for 2-D or (D, H, W) for 3-D; divisible by patch",
-         {}, size_range()},
-        {"patch_size", int64_t(16), "isotropic patch (unetr: 2, 4, 8, 16 or 32)", {},
+        {"img_size",
+         Ints{224, 224},
+         "(H, W) for 2-D or (D, H, W) for 3-D; divisible by patch",
+         {},
          size_range()},
+        {"patch_size", int64_t(16), "isotropic patch (unetr: 2, 4, 8, 16 or 32)", {}, size_range()},
         {"hidden_size", int64_t(384), "token width (ViT-Small 384)", {}, size_range()},
         {"mlp_dim", int64_t(1536), "MLP width", {}, size_range()},
-        {"num_layers", int64_t(12), "blocks (unetr reads blocks 4, 7, 10: >= 10)", {},
+        {"num_layers",
+         int64_t(12),
+         "blocks (unetr reads blocks 4, 7, 10: >= 10)",
+         {},
          Range::between(1, 1e4)},
         {"num_heads", int64_t(6), "attention heads", {}, size_range()},
         {"feature_size", int64_t(32), "unetr feature size", {}, size_range()},
         {"qkv_bias", false, "attn: bias of the qkv projection"},
+        {"grad_checkpointing",
+         int64_t(0),
+         "activation checkpointing: every k-th block recomputes its forward in backward (less "
+         "memory, one more forward); 0: off",
+         {},
+         Range::between(0, 1e6)},
     };
     for (OptionSpec& spec : mixer_options()) options.push_back(spec);
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
@@ -258,6 +269,7 @@ ModelEntry context_vit_entry() {
         c.mixer.d_state = o.get_int("mamba_d_state");
         c.mixer.d_conv = o.get_int("mamba_d_conv");
         c.mixer.expand = o.get_int("mamba_expand");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         LUMEN_CHECK(c.decoder != "unetr" || c.num_layers >= 10, "context_vit",
                     "the unetr head reads blocks 4, 7 and 10: num_layers must be >= 10, got ",
                     c.num_layers);

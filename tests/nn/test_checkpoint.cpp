@@ -1,7 +1,10 @@
 // Activation checkpointing (nn/checkpoint.h): finite-difference gradients through the node
 // (inputs and params, in float64); a ViT with dropout, attention dropout and drop path gives
 // bit-identical loss, gradients and generator state with every block or every second block
-// checkpointed; the peak memory of a deep ViT's step falls; no graph without grad mode; errors.
+// checkpointed, and so does the context study's ViT with a linear head through the registry's
+// model.grad_checkpointing (with the UNETR head, to rounding); the peak memory of a deep ViT's step
+// falls; no graph without grad mode; errors.
+#include "models/registry.h"
 #include "models/vit.h"
 #include "nn/checkpoint.h"
 #include "support/gradcheck.h"
@@ -73,6 +76,50 @@ TEST_CASE("checkpoint: a ViT with dropout gets bit-identical gradients", "[nn][c
         }
         // The replay leaves the generator where the plain run left it.
         CHECK(checkpointed.generator_offset == plain.generator_offset);
+    }
+}
+
+TEST_CASE("checkpoint: context_vit through the registry's model.grad_checkpointing",
+          "[nn][checkpoint]") {
+    auto step = [](const std::string& decoder, int64_t every) {
+        manual_seed(3);
+        nn::Options o("context_vit");
+        o.set("decoder", decoder);
+        o.set("img_size", std::vector<int64_t>{32, 32});
+        o.set("patch_size", int64_t(16));
+        o.set("hidden_size", int64_t(32));
+        o.set("mlp_dim", int64_t(64));
+        o.set("num_heads", int64_t(2));
+        o.set("num_layers", int64_t(10));
+        o.set("feature_size", int64_t(8));
+        o.set("grad_checkpointing", every);
+        std::shared_ptr<nn::Module> net =
+            models::build_model("context_vit", models::model_options("context_vit", o));
+        net->train();
+        Tensor x = randn({2, 1, 1, 32, 32});
+        Tensor loss = mean(square((*net)(x)));
+        loss.backward();
+        std::vector<Tensor> out{loss.detach()};
+        for (const Tensor& p : net->parameters()) out.push_back(p.grad());
+        return out;
+    };
+    for (int64_t every : {1, 3}) {
+        INFO("grad_checkpointing " << every);
+        // Linear head: each block output has one reader, so the sums are the plain run's.
+        std::vector<Tensor> plain = step("linear", 0), checkpointed = step("linear", every);
+        REQUIRE(plain.size() == checkpointed.size());
+        for (size_t i = 0; i < plain.size(); ++i) {
+            INFO((i == 0 ? std::string("loss") : "parameter " + std::to_string(i - 1)));
+            CHECK(checkpointed[i].to_vector<float>() == plain[i].to_vector<float>());
+        }
+        // UNETR also reads blocks 4, 7 and 10, so their outputs' gradients add three
+        // contributions, in another order when a block is one node: equal to rounding.
+        plain = step("unetr", 0), checkpointed = step("unetr", every);
+        REQUIRE(plain.size() == checkpointed.size());
+        for (size_t i = 0; i < plain.size(); ++i) {
+            INFO((i == 0 ? std::string("loss") : "parameter " + std::to_string(i - 1)));
+            require_close(checkpointed[i], plain[i], 1e-4, 1e-7);
+        }
     }
 }
 
