@@ -57,14 +57,14 @@ Tensor GatedDiffLinearAttn::local_mix(const Tensor& t, int64_t height, int64_t w
 
 Tensor GatedDiffLinearAttn::branch(const Tensor& t, const Tensor& lambda) const {
     int64_t batch = t.size(0), n = t.size(2), h = n_heads, dh = head_dim, d = dh / 2;
-    // phi over the q and k blocks at once. Row (block, j, half, i) of [q|k] views as
-    // (B, 2, h, 2, d, N); transposed, every (block, head, half) is an (N, d) matrix stored
-    // column-major, which the GEMMs read in place: both halves of every head in one batch.
-    Tensor phi =
-        elu_feature_map(t.narrow(1, 0, 2 * dim)).view({batch, 2, h, 2, d, n}).transpose(-2, -1);
+    // Row (block, j, half, i) of [q|k] views as (B, 2, h, 2, d, N); transposed, every (block,
+    // head, half) is an (N, d) matrix stored column-major, which the fused linear attention
+    // reads in place (phi applied inside): both halves of every head in one call.
+    Tensor qk = t.narrow(1, 0, 2 * dim).view({batch, 2, h, 2, d, n}).transpose(-2, -1);
     // v of head j, (B, h, 1, N, dh), shared by both halves (broadcast over the half dim).
     Tensor v = t.narrow(1, 2 * dim, dim).view({batch, h, 1, dh, n}).transpose(-2, -1);
-    Tensor both = linear_attention_from_features(phi.select(1, 0), phi.select(1, 1), v, eps);
+    Tensor both = fused ? linear_attention(qk.select(1, 0), qk.select(1, 1), v, eps)
+                        : linear_attention_reference(qk.select(1, 0), qk.select(1, 1), v, eps);
     // D = A1 - lambda[j] * A2 with lambda (h, dh) per channel; then RMSNorm over dh.
     Tensor diff = sub(both.select(2, 0), mul(both.select(2, 1), lambda.view({1, h, 1, dh})));
     Tensor normed = rms_norm(diff, {dh}, ln->weight, ln->eps);  // (B, h, N, dh)

@@ -45,6 +45,8 @@ class GatedDiffLinearAttn : public Attention {
     Tensor lambda_scale_main, lambda_scale_aux;
     int64_t dim, n_heads, head_dim;
     double eps;
+    // The fused linear attention (default) or, when false, linear_attention_reference.
+    bool fused = true;
 
   private:
     // One branch on the channel-major t (B, 4C, N) [q|k|v|g] -> (B, C, N).

@@ -9,6 +9,7 @@
 
 #include "nn/attention/attention.h"
 #include "nn/linear.h"
+#include "ops/linear_attention.h"
 
 namespace lumen::nn::attention {
 
@@ -16,17 +17,12 @@ namespace lumen::nn::attention {
 Tensor elu_feature_map(const Tensor& x);
 
 // y_n = (phi(q_n) . KV) / (phi(q_n) . s + eps), KV = phi(K)^T V, s = phi(K)^T 1, with eps added
-// to the denominator only. phi(K)^T V and phi(K)^T 1 are formed first, so the cost is
-// O(N dk dv) time and O(N (dk + dv) + dk dv) memory per head: no N x M matrix.
-// Shapes: q (..., N, dk), k (..., M, dk), v (..., M, dv) -> (..., N, dv); the batch dims
-// broadcast as in matmul. Any float dtype and device; gradients for q, k and v.
-// Throws [linear_attention] for fewer than 2 dims or mismatched sizes.
-Tensor linear_attention(const Tensor& q, const Tensor& k, const Tensor& v, double eps = 1e-6);
-
-// The same with the features already applied: phi_q = phi(q), phi_k = phi(k) (callers that
-// feature-map q and k of several heads in one op). Same shapes and errors.
-Tensor linear_attention_from_features(const Tensor& phi_q, const Tensor& phi_k, const Tensor& v,
-                                      double eps = 1e-6);
+// to the denominator only: lumen::linear_attention (ops/linear_attention.h), fused on the CPU,
+// with linear_attention_reference as the composition of ops. O(N dk dv) time and no N x M
+// matrix. Shapes: q (..., N, dk), k (..., M, dk), v (..., M, dv) -> (..., N, dv), batch dims
+// broadcast.
+using lumen::linear_attention;
+using lumen::linear_attention_reference;
 
 // PVT-LinearAttn's mixer: [q | k | v] = qkv(x) (channel blocks of C, heads of dh = C / h
 // consecutive channels), y_h = linear_attention(q_h, k_h, v_h, eps) with no 1/sqrt(dh) scale,
@@ -45,6 +41,9 @@ class MultiHeadLinearAttn : public Attention {
     std::shared_ptr<Linear> qkv, out_proj;
     int64_t dim, n_heads, head_dim;
     double eps;
+    // The fused op (default) or, when false, linear_attention_reference: the same numbers to
+    // rounding, kept as the reference (tests/nn/test_fused_attention.cpp).
+    bool fused = true;
 };
 
 // Throws [<who>] when the context asks for a key padding mask or causal attention, which the

@@ -1,15 +1,17 @@
 // The fused attention path of every softmax variant (MHSA, the differential attention, M-DGSA,
 // ViT-pytorch's softmax attention, Swin's window attention with its relative position bias and
 // shift mask, PVT's spatial-reduction attention and PVT-GDLA's two softmax baselines, the context
-// study's SABlock) against the
-// unfused path of the same module (fused = false): outputs and the gradients of the input and
-// of every parameter, in float64, in training mode with attention dropout (the same mask on
-// both paths), with key padding and causal masks where the variant takes them.
+// study's SABlock) and of the linear attentions (PVT-LinearAttn, GDLA) against the unfused path
+// of the same module (fused = false): outputs and the gradients of the input and of every
+// parameter, in float64, in training mode with attention dropout (the same mask on both paths),
+// with key padding and causal masks where the variant takes them.
 #include <limits>
 #include <memory>
 
 #include "nn/attention/dgsa.h"
 #include "nn/attention/diff_attn.h"
+#include "nn/attention/gdla.h"
+#include "nn/attention/linear_attention.h"
 #include "nn/attention/mhsa.h"
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/pvt_baselines.h"
@@ -179,5 +181,24 @@ TEST_CASE("fused attention: ViT-pytorch softmax, Swin windows, PVT SRA and SABlo
         require_paths_agree(
             *m, [&](bool f) { m->fused = f; }, [&](const Tensor& t) { return m->forward(t); },
             random_input({2, 150, 16}, 7));
+    }
+}
+
+TEST_CASE("fused linear attention: PVT-LinearAttn and GDLA agree with their unfused paths",
+          "[attention][fused][linear]") {
+    SECTION("linear (MultiHeadLinearAttn)") {
+        auto m = std::dynamic_pointer_cast<MultiHeadLinearAttn>(
+            make_attention(config("linear", 16, 2, 0.0)));
+        require_paths_agree(
+            *m, [&](bool f) { m->fused = f; }, [&](const Tensor& t) { return m->forward(t); },
+            random_input({2, 70, 16}, 9));
+    }
+    SECTION("gdla (GatedDiffLinearAttn), both branches") {
+        auto m = std::dynamic_pointer_cast<GatedDiffLinearAttn>(
+            make_attention(config("gdla", 16, 2, 0.0)));
+        AttentionContext grid{.grid = {6, 9}};
+        require_paths_agree(
+            *m, [&](bool f) { m->fused = f; }, [&](const Tensor& t) { return m->forward(t, grid); },
+            random_input({2, 54, 16}, 10));
     }
 }
