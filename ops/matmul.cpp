@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "core/autocast.h"
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
 #include "core/profiler.h"
@@ -21,9 +22,11 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
     LUMEN_CHECK(a.defined() && b.defined(), op, "got an undefined tensor");
     LUMEN_CHECK(a.ndim() >= 1 && b.ndim() >= 1, op,
                 "both arguments need at least 1 dim, got shapes ", a.shape(), " and ", b.shape());
+    check_same_device(op, {a, b});
+    DType lowered;  // autocast: float32 operands (or float32 with the autocast dtype) are lowered
+    if (autocast::lowers_gemm(a.dtype(), b.dtype(), lowered)) return;
     LUMEN_CHECK(a.dtype() == b.dtype(), op, "expected both operands to have the same dtype, got ",
                 a.dtype(), " ", a.shape(), " and ", b.dtype(), " ", b.shape());
-    check_same_device(op, {a, b});
     bool half = a.dtype() == DType::float16 || a.dtype() == DType::bfloat16;
     LUMEN_CHECK(!half || a.is_cuda(), op, a.dtype(), " products run on CUDA only (cuBLAS); on ",
                 "the CPU convert to float32 first, got operands of shapes ", a.shape(), " and ",
@@ -102,36 +105,75 @@ Tensor as_product_shape(const Tensor& grad_out, const Shape& product_shape) {
     return grad_out.reshape(product_shape);
 }
 
-// The one recorded op: a @ b (+ bias in every row), returned in `result_shape` (the product's
-// (..., n, m) with the dims of 1-D operands dropped, or the unfolded batch; same numel).
-// Shapes: a (..., n, k), b (..., k, m), batch dims broadcast; bias (m) or undefined.
-Tensor batched_matmul(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
-                      const Shape& result_shape) {
-    Tensor a = gemm_ready(a_in), b = gemm_ready(b_in);
+// The GEMM alone, nothing recorded: a @ b (+ bias in every row) in `result_shape`, the product
+// in `out_dtype` (a's dtype, or float32 for autocast's half operands).
+Tensor product_of(const char* op, const Tensor& a, const Tensor& b, const Tensor& bias,
+                  const Shape& result_shape, DType out_dtype) {
     int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
     Shape batch = broadcast_shapes(batch_dims(a), batch_dims(b), op);
-    Shape product_shape = with_matrix(batch, n, m);
-    Tensor product = empty(product_shape, a.dtype(), a.device());
+    Tensor product = empty(with_matrix(batch, n, m), out_dtype, a.device());
     StridedView a_view = strided_as(a, with_matrix(batch, n, k), op);
     StridedView b_view = strided_as(b, with_matrix(batch, k, m), op);
     StridedView bias_view = bias.defined() ? strided(bias, op) : StridedView{};
     LUMEN_DISPATCH(a, matmul_forward, a_view, b_view, bias_view, strided(product, op));
-    Tensor out = product.view(result_shape);  // product has no history: nothing is recorded
-    if (!needs_recording({a, b, bias})) return out;
+    return product.view(result_shape);
+}
 
-    bool need_a = a.requires_grad(), need_b = b.requires_grad();
+// x converted to `dtype` with its matrices' layout kept (a column-major operand such as W^T
+// stays a view of a converted W: no transposing copy); x itself when it has that dtype.
+Tensor converted(const Tensor& x, DType dtype) {
+    if (x.dtype() == dtype) return x;
+    NoGradGuard no_grad;
+    if (is_col_major(x)) return x.detach().transpose(-1, -2).to(dtype).transpose(-1, -2);
+    return x.detach().to(dtype);
+}
+
+// The one recorded op: a @ b (+ bias in every row), returned in `result_shape` (the product's
+// (..., n, m) with the dims of 1-D operands dropped, or the unfolded batch; same numel).
+// Shapes: a (..., n, k), b (..., k, m), batch dims broadcast; bias (m) or undefined.
+// Under autocast (core/autocast.h) the operands are rounded to the half dtype, kept so for the
+// backward, and multiplied into a float32 product: by cuBLAS on CUDA, and on the CPU as their
+// exact float32 copies (the same numbers to summation order). The backward runs its products
+// under the same autocast, so the incoming gradient is rounded too, and returns gradients in
+// the operands' own dtypes.
+Tensor batched_matmul(const char* op, const Tensor& a_in, const Tensor& b_in, const Tensor& bias,
+                      const Shape& result_shape) {
+    DType half = DType::float32;
+    const bool lowered = autocast::lowers_gemm(a_in.dtype(), b_in.dtype(), half);
+    Tensor a, b, out;
+    {
+        NoGradGuard no_grad;  // the node below connects a_in and b_in directly
+        a = gemm_ready(a_in.detach()), b = gemm_ready(b_in.detach());
+        if (lowered) a = converted(a, half), b = converted(b, half);
+    }
+    if (!lowered) {
+        out = product_of(op, a, b, bias, result_shape, a.dtype());
+    } else if (a.is_cuda()) {
+        out = product_of(op, a, b, bias, result_shape, DType::float32);
+    } else {
+        out = product_of(op, converted(a, DType::float32), converted(b, DType::float32), bias,
+                         result_shape, DType::float32);
+    }
+    if (!needs_recording({a_in, b_in, bias})) return out;
+
+    bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
     bool need_bias = bias.defined() && bias.requires_grad();
     SavedTensor saved_a = need_b ? save(a) : SavedTensor();
     SavedTensor saved_b = need_a ? save(b) : SavedTensor();
     Shape a_shape = a.shape(), b_shape = b.shape();
+    Shape product_shape =
+        with_matrix(broadcast_shapes(batch_dims(a), batch_dims(b), op), a.size(-2), b.size(-1));
+    const int64_t m = b.size(-1);
     bool a_col_major = is_col_major(a), b_col_major = is_col_major(b);
+    const DType a_dtype = a_in.dtype(), b_dtype = b_in.dtype();
     // grad_a = grad_out b^T and grad_b = a^T grad_out, each summed over the batch dims its
     // operand was broadcast along; grad_bias = grad_out summed over all rows.
-    record_backward(op, {a, b, bias}, out, [=](const Tensor& grad_out) {
+    record_backward(op, {a_in, b_in, bias}, out, [=](const Tensor& grad_out) {
+        autocast::Guard autocast(lowered ? half : DType::float32);
         Tensor g = as_product_shape(grad_out, product_shape);
         std::vector<Tensor> grads(3);
-        if (need_a) grads[0] = grad_lhs(g, saved_b.get(), a_shape, a_col_major);
-        if (need_b) grads[1] = grad_rhs(saved_a.get(), g, b_shape, b_col_major);
+        if (need_a) grads[0] = grad_lhs(g, saved_b.get(), a_shape, a_col_major).to(a_dtype);
+        if (need_b) grads[1] = grad_rhs(saved_a.get(), g, b_shape, b_col_major).to(b_dtype);
         if (need_bias) grads[2] = sum_to(g, {m});
         return grads;
     });

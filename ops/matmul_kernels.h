@@ -55,8 +55,9 @@ namespace cuda {
 
 // The same product through cuBLAS: float32 (TF32 tensor cores only under
 // set_matmul_allow_tf32(true)), float64, and float16/bfloat16 accumulated in float32 with the
-// result (bias included) rounded once to the input dtype. Strided batched calls over the batch
-// dims that follow one stride (stride 0 included), a host loop over the others.
+// result (bias included) rounded once to the input dtype, or kept in float32 when out (and the
+// bias) are float32 (autocast's lowered GEMM, core/autocast.h). Strided batched calls over the
+// batch dims that follow one stride (stride 0 included), a host loop over the others.
 LUMEN_CUDA_API void matmul_forward(const StridedView& a, const StridedView& b,
                                    const StridedView& bias, const StridedView& out);
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/autocast.h"
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -65,6 +66,10 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
         o.early_stopping >= 0 && (o.early_stopping == 0 || !o.checkpoint.best_metric.empty()),
         "Trainer", "early stopping (", o.early_stopping,
         " evaluations) needs a best metric to watch (checkpoint.best_metric)");
+    LUMEN_CHECK(o.precision == DType::float32 || o.precision == DType::bfloat16 ||
+                    o.precision == DType::float16,
+                "Trainer", "precision must be float32, bfloat16 or float16, got ", o.precision);
+    if (o.precision == DType::float16) scaler_ = std::make_unique<GradScaler>(o.scaler);
     if (!options_.task) {
         TaskOptions classify;
         classify.loss.label_smoothing = o.label_smoothing;
@@ -113,6 +118,10 @@ void Trainer::resume(const std::string& checkpoint_path) {
     early_stale_ = int64_t(extra_number(checkpoint_path, extra, "early_stale"));
     if (auto best = extra.find("early_best"); best != extra.end() && best->is_number())
         early_best_ = best->get<double>();
+    if (scaler_ && extra.contains("loss_scale"))
+        scaler_->load_state(extra_number(checkpoint_path, extra, "loss_scale"),
+                            int64_t(extra_number(checkpoint_path, extra, "loss_scale_tracker")));
+    skipped_updates_ = int64_t(extra_number(checkpoint_path, extra, "skipped_updates"));
     resume_state_ = state;
     resumed_ = true;
 }
@@ -124,12 +133,17 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
         schedule_->apply(*optimizer_, step_);
     const Task& task = *options_.task;
     Tensor x = batch[0].to(options_.device), y = batch[1].to(options_.device);
-    std::vector<Tensor> outputs = task.uses_all_outputs() ? model_->forward_outputs(x)
-                                                          : std::vector<Tensor>{model_->forward(x)};
-    Tensor loss = task.loss(outputs, y);
+    std::vector<Tensor> outputs;
+    Tensor loss;
+    {
+        autocast::Guard autocast(options_.precision);  // float32: off
+        outputs = task.uses_all_outputs() ? model_->forward_outputs(x)
+                                          : std::vector<Tensor>{model_->forward(x)};
+        loss = task.loss(outputs, y);
+    }
     const double value = loss.item<double>();
     if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
-    loss.backward();
+    (scaler_ ? scaler_->scale(loss) : loss).backward();
     if (task.counts_correct()) {
         NoGradGuard no_grad;
         epoch_correct_ += sum(eq(argmax(outputs[0], 1), class_target(y))).item<int64_t>();
@@ -137,12 +151,20 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
     const int64_t examples = x.size(0);
     epoch_loss_sum_ += value * double(examples);
     epoch_seen_ += examples;
-    if (last_micro) {
+    if (last_micro && scaler_ && !scaler_->unscale_(*optimizer_)) {
+        // float16 gradients overflowed at this loss scale: no update, a smaller scale.
+        skipped_update_ = true;
+        ++skipped_updates_;
+        scaler_->update();
+        optimizer_->zero_grad();
+    } else if (last_micro) {
+        skipped_update_ = false;
         std::optional<double> norm;
         if (options_.grad_clip > 0)
             norm = clip_grad_norm_(model_->parameters(), options_.grad_clip);
         if (options_.nan_guard) check_finite(*model_, value, step_ + 1, norm);
         optimizer_->step();
+        if (scaler_) scaler_->update();
         optimizer_->zero_grad();
     }
     return value;
@@ -170,6 +192,14 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
         micro = last ? 0 : micro + 1;
         if (!last) continue;
         ++step_;
+        if (skipped_update_) {
+            char line[160];
+            std::snprintf(line, sizeof(line),
+                          "step %lld: float16 gradients overflowed (inf/NaN); update skipped, "
+                          "loss scale now %g",
+                          (long long)step_, scaler_->get_scale());
+            progress.message(line);
+        }
         profile_update();
         batch_in_epoch_ = b + 1;
         const double lr = optimizer_->param_groups()[0].lr;
@@ -235,6 +265,11 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
                          {"epoch_loss_sum", epoch_loss_sum_}, {"epoch_seen", epoch_seen_},
                          {"epoch_correct", epoch_correct_},   {"early_stale", early_stale_}};
     if (early_best_) extra["early_best"] = *early_best_;
+    if (scaler_) {
+        extra["loss_scale"] = scaler_->get_scale();
+        extra["loss_scale_tracker"] = scaler_->growth_tracker();
+        extra["skipped_updates"] = skipped_updates_;
+    }
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
                           .batch_in_epoch = batch_in_epoch_,
@@ -325,6 +360,10 @@ TrainSummary Trainer::fit() {
          << model_->num_parameters() << " parameters, " << device_text(options_.device) << ", "
          << options_.epochs << " epochs of " << (train_data_->num_batches() + k - 1) / k
          << " steps";
+    if (options_.precision != DType::float32)
+        head << ", " << options_.precision << " GEMMs" << (scaler_ ? " with loss scaling" : "")
+             << (options_.device.is_cuda() ? ""
+                                           : " (emulated on the CPU: for numerics, not speed)");
     if (resumed_) head << ", from epoch " << epoch_ << " step " << step_;
     progress.message(head.str());
     while (epoch_ < options_.epochs)
@@ -390,6 +429,7 @@ void Trainer::finish(TrainSummary& summary) {
     summary.train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
     summary.epochs = epoch_;
     summary.steps = step_;
+    summary.skipped_updates = skipped_updates_;
     summary.train_seconds = train_seconds_;
     summary.images_per_second = train_seconds_ > 0 ? double(images_trained_) / train_seconds_ : 0;
     summary.device = options_.device.str();

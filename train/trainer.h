@@ -18,6 +18,7 @@
 #include "core/profiler.h"
 #include "nn/module.h"
 #include "train/checkpoint.h"
+#include "train/grad_scaler.h"
 #include "train/optim.h"
 #include "train/progress.h"
 #include "train/schedule.h"
@@ -72,12 +73,19 @@ struct TrainerOptions {
     // printed and written to profile.txt, the Chrome trace to profile.json in the run directory
     // (lumen train --profile STEPS; core/profiler.h).
     int64_t profile_steps = 0;
+    // Mixed precision (core/autocast.h; train.precision fp32|bf16|fp16): float32 (off), or the
+    // training forward's matmul/linear GEMMs in bfloat16 or float16 with float32 accumulation
+    // and float32 master weights. float16 adds dynamic loss scaling (train/grad_scaler.h): an
+    // update whose gradients overflow is skipped and reported. Evaluation stays float32.
+    DType precision = DType::float32;
+    GradScalerOptions scaler;
 };
 
 struct TrainSummary {
     double test_accuracy = 0.0, test_loss = 0.0, train_loss = 0.0;
     std::map<std::string, double> test_metrics;  // the task's metrics of the last evaluation
     int64_t epochs = 0, steps = 0;
+    int64_t skipped_updates = 0;  // float16 updates skipped for overflowed gradients
     double wall_seconds = 0.0, train_seconds = 0.0, images_per_second = 0.0;
     std::string device, run_dir;
 };
@@ -138,6 +146,9 @@ class Trainer {
     std::shared_ptr<LRSchedule> schedule_;
     std::shared_ptr<BatchSource> train_data_, test_data_;
     std::ostream& out_;
+    std::unique_ptr<GradScaler> scaler_;  // float16 only
+    bool skipped_update_ = false;         // the last update overflowed (float16) and was skipped
+    int64_t skipped_updates_ = 0;
     std::unique_ptr<CheckpointManager> checkpoints_;
     int64_t epoch_ = 0, step_ = 0, batch_in_epoch_ = 0;
     bool resumed_ = false;

@@ -143,9 +143,18 @@ cublasHandle_t blas_handle() {
 
 void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutput& c, int64_t depth,
           double beta, int64_t batch, bool allow_tf32) {
+    gemm(dtype, dtype, a, b, c, depth, beta, batch, allow_tf32);
+}
+
+void gemm(DType dtype, DType out_dtype, const GemmMatrix& a, const GemmMatrix& b,
+          const GemmOutput& c, int64_t depth, double beta, int64_t batch, bool allow_tf32) {
     if (c.rows == 0 || c.cols == 0 || batch == 0) return;
     LUMEN_ASSERT(depth >= 1);
+    const bool half = dtype == DType::float16 || dtype == DType::bfloat16;
+    LUMEN_CHECK(out_dtype == dtype || (half && out_dtype == DType::float32), "gemm", "operands of ",
+                dtype, " cannot give a ", out_dtype, " product");
     GemmTypes types = gemm_types(dtype, allow_tf32);
+    const cudaDataType_t out_type = gemm_types(out_dtype, false).data;
     // alpha and beta have the compute type: double for float64, float for everything else.
     double alpha64 = 1.0, beta64 = beta;
     float alpha32 = 1.0f, beta32 = float(beta);
@@ -160,20 +169,20 @@ void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutpu
     cublasHandle_t handle = blas_handle();
     if (batch == 1) {
         LUMEN_CUBLAS_CHECK(cublas().gemm(handle, op_b, op_a, m, n, k, alpha, b.data, types.data,
-                                         ldb, a.data, types.data, lda, beta_ptr, c.data, types.data,
+                                         ldb, a.data, types.data, lda, beta_ptr, c.data, out_type,
                                          ldc, types.compute, CUBLAS_GEMM_DEFAULT));
         return;
     }
-    size_t element = itemsize(dtype);
+    size_t element = itemsize(dtype), out_element = itemsize(out_dtype);
     for (int64_t first = 0; first < batch; first += kMaxBatch) {
         int count = int(std::min(kMaxBatch, batch - first));
         const char* b_data = static_cast<const char*>(b.data) + first * b.batch_stride * element;
         const char* a_data = static_cast<const char*>(a.data) + first * a.batch_stride * element;
-        char* c_data = static_cast<char*>(c.data) + first * c.batch_stride * element;
+        char* c_data = static_cast<char*>(c.data) + first * c.batch_stride * out_element;
         LUMEN_CUBLAS_CHECK(cublas().gemm_strided_batched(
             handle, op_b, op_a, m, n, k, alpha, b_data, types.data, ldb, b.batch_stride, a_data,
-            types.data, lda, a.batch_stride, beta_ptr, c_data, types.data, ldc, c.batch_stride,
-            count, types.compute, CUBLAS_GEMM_DEFAULT));
+            types.data, lda, a.batch_stride, beta_ptr, c_data, out_type, ldc, c.batch_stride, count,
+            types.compute, CUBLAS_GEMM_DEFAULT));
     }
 }
 

@@ -80,8 +80,12 @@ struct GemmOutput {
 // too) and in float64 for float64. `allow_tf32` lets float32 use TF32 tensor cores.
 // Empty problems (rows, cols or batch 0) return at once; depth must be >= 1 (callers handle
 // an empty inner dim: cuBLAS would still want valid leading dims for the empty operands).
+// `out_dtype` float32 with half operands (autocast, core/autocast.h) keeps the float32 sum
+// unrounded; otherwise it must equal `dtype`.
 // Throws [cublas] on a cuBLAS error and [gemm] when a size does not fit cuBLAS's int.
 void gemm(DType dtype, const GemmMatrix& a, const GemmMatrix& b, const GemmOutput& c, int64_t depth,
           double beta, int64_t batch, bool allow_tf32);
+void gemm(DType dtype, DType out_dtype, const GemmMatrix& a, const GemmMatrix& b,
+          const GemmOutput& c, int64_t depth, double beta, int64_t batch, bool allow_tf32);
 
 }  // namespace lumen::cuda

@@ -94,15 +94,16 @@ void matmul_forward(const StridedView& a, const StridedView& b, const StridedVie
     if (has_bias || k == 0) initialize_output(bias, out, m);
     if (k == 0) return;
     BatchSplit split = split_batch(a, b, out);
-    size_t element = itemsize(out.dtype);
-    bool tf32 = out.dtype == DType::float32 && matmul_allow_tf32();
+    // Half operands may give a float32 product (autocast): sizes per operand.
+    int64_t element = int64_t(itemsize(a.dtype)), out_element = int64_t(itemsize(out.dtype));
+    bool tf32 = a.dtype == DType::float32 && matmul_allow_tf32();
     for (int64_t i = 0; i < split.outer; ++i) {
         const char* a_data =
-            static_cast<const char*>(a.data) + strided_offset(split.a_outer, i) * int64_t(element);
+            static_cast<const char*>(a.data) + strided_offset(split.a_outer, i) * element;
         const char* b_data =
-            static_cast<const char*>(b.data) + strided_offset(split.b_outer, i) * int64_t(element);
-        char* out_data = static_cast<char*>(out.data) + i * split.inner * n * m * int64_t(element);
-        gemm(out.dtype, gemm_operand(a_data, a, split.a_step),
+            static_cast<const char*>(b.data) + strided_offset(split.b_outer, i) * element;
+        char* out_data = static_cast<char*>(out.data) + i * split.inner * n * m * out_element;
+        gemm(a.dtype, out.dtype, gemm_operand(a_data, a, split.a_step),
              gemm_operand(b_data, b, split.b_step), GemmOutput{out_data, n, m, m, n * m}, k,
              has_bias ? 1.0 : 0.0, split.inner, tf32);
     }

@@ -75,6 +75,8 @@ struct Setup {
     double grad_clip = 1.0, lr = 3e-3;
     bool shuffle = true, sgd = false;
     int64_t train_size = 96;
+    DType precision = DType::float32;
+    train::GradScalerOptions scaler;
 };
 
 std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& run_dir,
@@ -105,6 +107,8 @@ std::unique_ptr<train::Trainer> make_trainer(const Setup& s, const std::string& 
     o.log_every = 2;
     o.config_json = "{\"test\": true}";
     o.device = device;
+    o.precision = s.precision;
+    o.scaler = s.scaler;
     return std::make_unique<train::Trainer>(
         o, model, std::move(optimizer), schedule,
         std::make_shared<MemorySource>(level_task(s.train_size, 1), s.batch, s.shuffle),
@@ -233,4 +237,67 @@ TEST_CASE("the trainer on CUDA follows the CPU run", "[train][trainer][cuda]") {
     for (size_t i = 0; i < pa.size(); ++i)
         for (size_t k = 0; k < pa[i].size(); ++k)
             REQUIRE(pb[i][k] == Approx(pa[i][k]).margin(2e-3));
+}
+
+TEST_CASE("mixed precision: bf16 and fp16 training learn; fp16 skips overflowed updates",
+          "[train][trainer][autocast]") {
+    struct Run {
+        DType precision;
+        double init_scale;
+        int64_t growth_interval;
+    };
+    // The last run starts fp16 at a loss scale of 2^30, far too large: the first updates
+    // overflow and are skipped, the scale halving each time, and it grows back every 8 steps.
+    for (Run run : {Run{DType::bfloat16, 65536.0, 2000}, Run{DType::float16, 65536.0, 2000},
+                    Run{DType::float16, 1073741824.0, 8}}) {
+        INFO(run.precision << " from loss scale " << run.init_scale);
+        TempDir dir("trainer_mixed");
+        std::ostringstream out;
+        Setup s{.drop = 0.0,
+                .epochs = 6,
+                .lr = 1e-2,
+                .train_size = 256,
+                .precision = run.precision,
+                .scaler = {.init_scale = run.init_scale, .growth_interval = run.growth_interval}};
+        auto trainer = make_trainer(s, dir.file("run"), out);
+        train::TrainSummary summary = trainer->fit();
+        INFO(out.str());
+        const std::string log = out.str();
+        CHECK(log.find(run.precision == DType::bfloat16
+                           ? "bfloat16 GEMMs"
+                           : "float16 GEMMs with loss scaling") != std::string::npos);
+        if (run.init_scale > 65536.0) {
+            CHECK(summary.skipped_updates >= 3);
+            CHECK(log.find("step 1: float16 gradients overflowed (inf/NaN); update skipped, "
+                           "loss scale now 5.36871e+08") != std::string::npos);
+            CHECK(summary.test_accuracy > 0.5);  // fewer updates, still learning
+        } else {
+            CHECK(summary.skipped_updates == 0);
+            CHECK(log.find("overflowed") == std::string::npos);
+            CHECK(summary.test_accuracy > 0.9);
+        }
+    }
+}
+
+TEST_CASE("mixed precision: an fp16 run resumes bit-identical, loss scale included",
+          "[train][trainer][autocast][resume]") {
+    TempDir dir("trainer_mixed_resume");
+    std::ostringstream out;
+    Setup s{.drop = 0.2,
+            .batch = 8,
+            .epochs = 2,
+            .precision = DType::float16,
+            .scaler = {.init_scale = 1048576.0, .growth_interval = 2}};
+    auto whole = make_trainer(s, dir.file("whole"), out);
+    whole->fit();
+    Setup first = s;
+    first.max_steps = 7;
+    auto half = make_trainer(first, dir.file("split"), out);
+    half->fit();
+    const std::string checkpoint = train::CheckpointManager::latest(dir.file("split/checkpoints"));
+    auto resumed = make_trainer(s, dir.file("split"), out);
+    resumed->resume(checkpoint);
+    resumed->fit();
+    CHECK(resumed->step() == whole->step());
+    CHECK(parameters_of(*resumed) == parameters_of(*whole));
 }

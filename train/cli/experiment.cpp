@@ -159,6 +159,11 @@ std::vector<Spec> run_specs() {
          kNonNegative},
         {"train.label_smoothing", 0.0, "cross-entropy label smoothing", {}, kFraction},
         {"train.nan_guard", true, "stop at the first non-finite loss or gradient"},
+        {"train.precision", std::string("fp32"),
+         "mixed precision: bf16 or fp16 matmul/linear GEMMs with float32 accumulation and "
+         "float32 master weights (fp16: dynamic loss scaling, overflowed updates skipped); CPU: "
+         "emulated, for numerics",
+         Strings{"fp32", "bf16", "fp16"}},
         {"train.eval_every", int64_t(1), "epochs between test evaluations", {}, kCount},
         {"train.early_stopping",
          int64_t(0),

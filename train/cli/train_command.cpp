@@ -96,6 +96,13 @@ std::string latest_checkpoint(const std::string& run_dir, std::ostream& out) {
 
 namespace {
 
+// train.precision's dtype (the spec allows only these names).
+DType precision_dtype(const std::string& name) {
+    if (name == "bf16") return DType::bfloat16;
+    if (name == "fp16") return DType::float16;
+    return DType::float32;
+}
+
 train::TrainerOptions trainer_options(const nn::Options& config, const std::string& run_dir,
                                       Device device, std::shared_ptr<const train::Task> task) {
     const std::string best = best_metric(config, *task);
@@ -124,7 +131,8 @@ train::TrainerOptions trainer_options(const nn::Options& config, const std::stri
             .config_json = train::config_to_json(config),
             .title = config.get_string("name") + " (" + config.get_string("model.name") + ")",
             .task = std::move(task),
-            .profile_steps = config.get_int("train.profile")};
+            .profile_steps = config.get_int("train.profile"),
+            .precision = precision_dtype(config.get_string("train.precision"))};
 }
 
 constexpr const char* kTrainUsage =
