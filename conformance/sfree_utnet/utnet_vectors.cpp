@@ -82,6 +82,7 @@ const VectorAdapterRegistration kLinearAttentionDecoder(
         nn::attention::LinearAttentionDecoder attention(call.config.get_int("in_dim"),
                                                         call.config.get_int("out_dim"), options);
         bind_module(call, attention);
+        attention.store_attn = returns_attn(call);
         return with_attn(call, attention.forward(call.input("q"), call.input("x")));
     });
 

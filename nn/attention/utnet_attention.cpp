@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "nn/attention/mhsa.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
 #include "ops/matmul.h"
@@ -60,7 +61,8 @@ EfficientAttention::EfficientAttention(const char* type_name, const LinearAttent
     }
 }
 
-AttentionResult EfficientAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v) {
+AttentionResult EfficientAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           bool keep_map) {
     const int64_t B = q.size(0), H = q.size(2), W = q.size(3);
     const int64_t heads = options.heads, d = options.dim_head, r = options.reduce_size;
     auto reduce = [&](const Tensor& t) {
@@ -69,6 +71,21 @@ AttentionResult EfficientAttention::attend(const Tensor& q, const Tensor& k, con
         return interpolate(t, {r, r}, {}, "bilinear", true);
     };
     const double scale = 1.0 / std::sqrt(double(d));
+    if (fused && !keep_map) {
+        // softmax(scale q k^T + scale P) v with P the position bias (B or 1, heads, HW, r^2).
+        Tensor qh = to_heads(q, heads, d), kh = to_heads(reduce(k), heads, d);
+        Tensor bias;
+        if (position_bias) {
+            bias = position_bias->forward(H, W, scale);
+        } else if (position_embedding) {
+            auto [by_col, by_row] = position_embedding->factors(qh, heads, H, W, scale);
+            bias = add(by_col, by_row).view({B, heads, H * W, r * r});
+        }
+        const double drop = attn_drop->is_training() ? attn_drop->p : 0.0;
+        Tensor out = nn::attention::attend(qh, kh, to_heads(reduce(v), heads, d),
+                                           {.scale = scale, .bias = bias, .drop_p = drop});
+        return {proj_drop->forward(to_out->forward(from_heads(out, H, W))), Tensor()};
+    }
     Tensor qh = to_heads(q, heads, d);                      // (B, heads, HW, d)
     Tensor kh = mul(to_heads(reduce(k), heads, d), scale);  // (B, heads, r^2, d)
     Tensor vh = to_heads(reduce(v), heads, d);              // (B, heads, r^2, d)
@@ -103,7 +120,13 @@ LinearAttention::LinearAttention(int64_t channels, const LinearAttentionOptions&
 AttentionResult LinearAttention::forward_attn(const Tensor& x) {
     check_map("LinearAttention", "x", x, dim);
     std::vector<Tensor> qkv = chunk(to_qkv->forward(x), 3, 1);
-    return attend(qkv[0], qkv[1], qkv[2]);
+    return attend(qkv[0], qkv[1], qkv[2], true);
+}
+
+Tensor LinearAttention::forward(const Tensor& x) {
+    check_map("LinearAttention", "x", x, dim);
+    std::vector<Tensor> qkv = chunk(to_qkv->forward(x), 3, 1);
+    return attend(qkv[0], qkv[1], qkv[2], store_attn).y;
 }
 
 LinearAttentionDecoder::LinearAttentionDecoder(int64_t in_channels, int64_t out_channels,
@@ -124,7 +147,7 @@ AttentionResult LinearAttentionDecoder::forward(const Tensor& q, const Tensor& x
     LUMEN_CHECK(q.size(0) == x.size(0), "LinearAttentionDecoder",
                 "q and x must have the same batch size, got ", q.shape(), " and ", x.shape());
     std::vector<Tensor> kv = chunk(to_kv->forward(x), 2, 1);
-    return attend(to_q->forward(q), kv[0], kv[1]);
+    return attend(to_q->forward(q), kv[0], kv[1], store_attn);
 }
 
 UTNetAttention::UTNetAttention(int64_t dim, const LinearAttentionOptions& options)

@@ -52,9 +52,16 @@ class EfficientAttention : public Module {
     std::shared_ptr<DepthwiseSeparableConv> to_out;
     LinearAttentionOptions options;
     int64_t inner_dim;
+    // The fused softmax attention (scaled_dot_product_attention, ops/attention.h: no
+    // (H W) x r^2 logits, probabilities or dropout mask kept; the position bias is its
+    // differentiable bias) when true; the unfused ops, the reference, when false.
+    bool fused = true;
+    // Keep A in AttentionResult.attn (the unfused path) where forward returns a result.
+    bool store_attn = false;
 
   protected:
-    AttentionResult attend(const Tensor& q, const Tensor& k, const Tensor& v);
+    // The map is computed and returned when keep_map or !fused, else attn is undefined.
+    AttentionResult attend(const Tensor& q, const Tensor& k, const Tensor& v, bool keep_map);
 };
 
 // Encoder attention: [Q | K | V] = to_qkv(x) (DepthwiseSeparableConv(dim, 3 D)), then as
@@ -65,8 +72,10 @@ class EfficientAttention : public Module {
 class LinearAttention : public EfficientAttention {
   public:
     LinearAttention(int64_t dim, const LinearAttentionOptions& options = {});
+    // y and the map A (always computed: the unfused path).
     AttentionResult forward_attn(const Tensor& x);
-    Tensor forward(const Tensor& x) override { return forward_attn(x).y; }
+    // y alone (fused unless fused = false or store_attn).
+    Tensor forward(const Tensor& x) override;
     std::shared_ptr<DepthwiseSeparableConv> to_qkv;
     int64_t dim;
 };
@@ -74,8 +83,8 @@ class LinearAttention : public EfficientAttention {
 // Decoder attention: queries from the high-resolution skip q (B, out_dim, Hh, Wh), keys and
 // values from the low-resolution decoder feature x (B, in_dim, H, W):
 //   K, V = split(to_kv(x), 2);  Q = to_q(q);  positions at the query size Hh x Wh.
-// Shapes: -> y (B, out_dim, Hh, Wh), attn (B, heads, Hh Wh, r^2).
-// Throws [LinearAttentionDecoder] for wrong input shapes.
+// Shapes: -> y (B, out_dim, Hh, Wh), attn (B, heads, Hh Wh, r^2) when store_attn or !fused
+// (else undefined). Throws [LinearAttentionDecoder] for wrong input shapes.
 class LinearAttentionDecoder : public EfficientAttention {
   public:
     LinearAttentionDecoder(int64_t in_dim, int64_t out_dim,

@@ -1,7 +1,8 @@
 // The fused attention path of every softmax variant (MHSA, the differential attention, M-DGSA,
 // ViT-pytorch's softmax attention, Swin's window attention with its relative position bias and
 // shift mask, PVT's spatial-reduction attention and PVT-GDLA's two softmax baselines, the context
-// study's SABlock) and of the linear attentions (PVT-LinearAttn, GDLA) against the unfused path
+// study's SABlock, UTNet's efficient attention) and of the linear attentions (PVT-LinearAttn,
+// GDLA) against the unfused path
 // of the same module (fused = false): outputs and the gradients of the input and of every
 // parameter, in float64, in training mode with attention dropout (the same mask on both paths),
 // with key padding and causal masks where the variant takes them.
@@ -16,6 +17,7 @@
 #include "nn/attention/prenorm_softmax_attention.h"
 #include "nn/attention/pvt_baselines.h"
 #include "nn/attention/spatial_reduction_attention.h"
+#include "nn/attention/utnet_attention.h"
 #include "nn/attention/window_attention.h"
 #include "nn/context/vit_blocks.h"
 #include "support/gradcheck.h"
@@ -200,5 +202,28 @@ TEST_CASE("fused linear attention: PVT-LinearAttn and GDLA agree with their unfu
         require_paths_agree(
             *m, [&](bool f) { m->fused = f; }, [&](const Tensor& t) { return m->forward(t, grid); },
             random_input({2, 54, 16}, 10));
+    }
+}
+
+TEST_CASE("fused attention: UTNet's efficient attention agrees with its unfused path",
+          "[attention][fused][utnet]") {
+    for (const char* embedding : {"bias", "embedding"}) {
+        INFO(embedding);
+        LinearAttentionOptions o;
+        o.heads = 2;
+        o.dim_head = 4;
+        o.reduce_size = 4;
+        o.attn_drop = 0.2;
+        o.rel_pos_type = embedding;
+        auto encoder = std::make_shared<LinearAttention>(8, o);
+        require_paths_agree(
+            *encoder, [&](bool f) { encoder->fused = f; },
+            [&](const Tensor& t) { return encoder->forward(t); }, random_input({2, 8, 8, 12}, 11));
+        auto decoder = std::make_shared<LinearAttentionDecoder>(8, 6, o);
+        Tensor low = random_input({2, 8, 4, 4}, 12);
+        require_paths_agree(
+            *decoder, [&](bool f) { decoder->fused = f; },
+            [&](const Tensor& t) { return decoder->forward(t, low.to(DType::float64)).y; },
+            random_input({2, 6, 8, 8}, 13));
     }
 }

@@ -111,6 +111,7 @@ TEST_CASE("LinearAttentionDecoder takes queries from the skip, keys from the low
     CHECK(decoder.to_q->pointwise->weight.shape() == Shape{6, 4, 1, 1});
     CHECK(decoder.to_out->pointwise->weight.shape() == Shape{4, 6, 1, 1});
     decoder.to(DType::float64);
+    decoder.store_attn = true;  // the map, from the unfused path, to compare too
     Tensor q = random_input({2, 4, 4, 6}, 21), x = random_input({2, 6, 2, 3}, 22);
     std::vector<Tensor> kv = chunk(decoder.to_kv->forward(x), 2, 1);
     require_same(decoder.forward(q, x),
