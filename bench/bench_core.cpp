@@ -1,5 +1,5 @@
 // bench_core: throughput of lumen's core CPU ops on the workloads bench/torch_core.py runs in
-// PyTorch: SGEMM at n = 256..2048 (sgemm_<n>), out-of-place float32 add of 16M elements
+// PyTorch: SGEMM at n = 64..4096 (sgemm_<n>), out-of-place float32 add of 16M elements
 // (add_16m), softmax forward over (4096, 1024) (softmax_fwd_4096x1024). Checks results against
 // naive loops first, then warms up and reports the median of several repeats as one JSON
 // object per line (bench/run.sh compares the two). --device cuda: the same on the GPU (FP32
@@ -66,13 +66,19 @@ std::string check_correctness(Device device) {
 
 void bench_sgemm(const Options& options) {
     int repeats = options.repeats;
-    for (int64_t n : {256, 512, 1024, 2048}) {
+    for (int64_t n : {64, 128, 256, 512, 1024, 2048, 4096}) {
         if (!selected(options, "sgemm_" + std::to_string(n))) continue;
         Generator generator(3);
         Tensor a = rand({n, n}, DType::float32, &generator).to(options.device);
         Tensor b = rand({n, n}, DType::float32, &generator).to(options.device);
-        double seconds = median_seconds([&] { matmul(a, b); }, n >= 2048 ? 1 : 3,
-                                        n >= 2048 ? std::max(3, repeats / 2) : repeats);
+        // Small products are timed 64 at a time (one takes microseconds).
+        const int inner = n <= 128 ? 64 : 1;
+        double seconds = median_seconds(
+                             [&] {
+                                 for (int i = 0; i < inner; ++i) matmul(a, b);
+                             },
+                             n >= 2048 ? 1 : 3, n >= 2048 ? std::max(3, repeats / 2) : repeats) /
+                         inner;
         report("sgemm_" + std::to_string(n), "GFLOP/s", 2.0 * double(n * n * n) / seconds / 1e9,
                seconds);
     }
