@@ -50,6 +50,7 @@ ContextSwin::ContextSwin(const ContextSwinConfig& config) : Module(kName), confi
     swin.num_heads = config_.num_heads;
     swin.spatial_dims = config_.spatial_dims();
     swin.mixer = config_.mixer;
+    swin.grad_checkpointing = config_.grad_checkpointing;
     encoder = register_module("encoder", nn::make<nn::swin::SwinTransformer>(swin));
     int64_t e = config_.embed_dim;
     if (config_.decoder == "linear") {

@@ -29,6 +29,9 @@ struct ContextSwinConfig {
     std::vector<int64_t> window_size = {8};  // isotropic, or one per spatial dim
     int64_t patch_size = 2;
     nn::swin::SwinMixer mixer;  // "attn", "hyena" (with its options) or "mamba"
+    // k > 0: every k-th Swin block recomputes its forward in backward (nn/checkpoint.h), the
+    // blocks of the four stages counted as one list (sum(depths) blocks, stage 1's first).
+    int64_t grad_checkpointing = 0;
 
     int64_t spatial_dims() const { return time == 1 ? 2 : 3; }
     // The image size the UPerNet head upsamples to: (H, W) or (T, H, W).

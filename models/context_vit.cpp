@@ -32,16 +32,12 @@ std::vector<Tensor> ContextViT::forward_hidden(const Tensor& x) {
     std::vector<Tensor> hidden{x};
     Tensor h = patch_embedding->forward(x);
     if (cls_token.defined()) h = nn::prepend_token(h, cls_token);
-    const int64_t every = config.grad_checkpointing;
     int64_t index = 0;
     for (const auto& block : *blocks) {
-        if (every > 0 && ++index % every == 0) {
-            h = nn::checkpoint(
-                [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {h},
-                block->parameters());
-        } else {
-            h = block->forward(h);
-        }
+        h = nn::checkpoint_every(
+            config.grad_checkpointing, index++,
+            [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {h},
+            block->parameters());
         hidden.push_back(h);
     }
     hidden.push_back(norm->forward(h));

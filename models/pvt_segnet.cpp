@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "nn/checkpoint.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
 
@@ -65,7 +66,9 @@ PVTSegNet::PVTSegNet(const PVTSegNetConfig& config) : Module(kName), config_(con
     const std::vector<int64_t>& chs = config_.encoder.embed_dims;
     int64_t ks = config_.us_ks;
     // Registration order follows the official module, so state_dict and str() read alike.
-    backbone = register_module("backbone", nn::make<PyramidVisionTransformerV2>(config_.encoder));
+    PvtV2Config encoder = config_.encoder;
+    encoder.grad_checkpointing = config_.grad_checkpointing;
+    backbone = register_module("backbone", nn::make<PyramidVisionTransformerV2>(encoder));
     up1 = register_module("up1", nn::make<nn::gdla::Upsample>(chs[3], chs[2], ks));
     de1 = register_module("de1", make_block(chs[2], config_.n_heads[2], 3));
     up2 = register_module("up2", nn::make<nn::gdla::Upsample>(chs[2], chs[1], ks));
@@ -104,9 +107,18 @@ std::vector<Tensor> PVTSegNet::forward_outputs(const Tensor& x) {
     // A 1-channel image is repeated to the encoder's 3 channels (no ImageNet normalisation).
     Tensor rgb = x.size(1) == 3 ? x : x.expand({x.size(0), 3, x.size(2), x.size(3)}).contiguous();
     std::vector<Tensor> f = backbone->forward_intermediates(rgb);
-    Tensor d3 = de1->forward(add(up1->forward(f[3]), f[2]));
-    Tensor d2 = de2->forward(add(up2->forward(d3), f[1]));
-    Tensor d1 = de3->forward(add(up3->forward(d2), f[0]));
+    // The decoder blocks continue the encoder's block count for checkpointing.
+    int64_t index = 0;
+    for (int64_t depth : config_.encoder.depths) index += depth;
+    auto decode = [&](const std::shared_ptr<nn::Module>& block, const Tensor& x) {
+        return nn::checkpoint_every(
+            config_.grad_checkpointing, index++,
+            [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {x},
+            block->parameters());
+    };
+    Tensor d3 = decode(de1, add(up1->forward(f[3]), f[2]));
+    Tensor d2 = decode(de2, add(up2->forward(d3), f[1]));
+    Tensor d1 = decode(de3, add(up3->forward(d2), f[0]));
     Tensor x1 = head1->forward(add(upscale(d1, 4), s));
     if (!config_.deepsupervision) return {x1};
     return {upscale(head4->forward(f[3]), 32), upscale(head3->forward(d3), 16),

@@ -30,6 +30,10 @@ struct PVTSegNetConfig {
     bool deepsupervision = false;  // adds head2..head4 and the outputs x4, x3, x2
     bool use_rope = false;         // sa and da only (the gdla and la decoders ignore it)
     double rope_base = 10000.0;
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h), counting
+    // the encoder's blocks (stage by stage) and then the decoder blocks de1, de2, de3 as one
+    // list; it replaces encoder.grad_checkpointing. 0: none.
+    int64_t grad_checkpointing = 0;
 
     // Throws [PVTSegNet] for an unknown decoder, in_chs other than 1 or 3, n_classes < 1, an
     // n_heads list without 4 positive entries or whose first three do not divide chs, an even

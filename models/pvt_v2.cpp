@@ -83,9 +83,11 @@ PyramidVisionTransformerV2::PyramidVisionTransformerV2(const PvtV2Config& config
                                          .qkv_bias = config_.qkv_bias,
                                          .proj_drop = config_.drop_rate,
                                          .attn_drop = config_.attn_drop_rate};
-        stages->push_back(nn::make<nn::pvt::PVTStage>(i == 0 ? dims[0] : dims[i - 1], dims[i],
-                                                      config_.depths[i], i > 0,
-                                                      config_.num_heads[i], options, drop_paths));
+        auto stage = stages->push_back(
+            nn::make<nn::pvt::PVTStage>(i == 0 ? dims[0] : dims[i - 1], dims[i], config_.depths[i],
+                                        i > 0, config_.num_heads[i], options, drop_paths));
+        stage->grad_checkpointing = config_.grad_checkpointing;
+        stage->first_block = seen - config_.depths[i];
     }
     if (config_.num_classes > 0)
         head = register_module("head", nn::make<nn::Linear>(dims[3], config_.num_classes));

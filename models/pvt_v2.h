@@ -27,6 +27,9 @@ struct PvtV2Config {
     double drop_rate = 0.0;   // projection and MLP dropout
     double attn_drop_rate = 0.0;
     double drop_path_rate = 0.0;  // stochastic depth, linearly spaced from 0 over all blocks
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h), the blocks
+    // of the four stages counted as one list (sum(depths), stage 0's first); 0: none.
+    int64_t grad_checkpointing = 0;
 
     // Throws [PyramidVisionTransformerV2] unless every list has 4 entries, sizes are positive
     // (depths >= 0), each width divides by its heads and the rates lie in [0, 1).

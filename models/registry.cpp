@@ -48,12 +48,7 @@ std::vector<nn::OptionSpec> vit_common_options() {
         {"drop", 0.05, "dropout on embeddings, attention projection and FFN", {}, rate},
         {"attn_drop", 0.0, "dropout on the attention map", {}, rate},
         {"drop_path", 0.0, "stochastic depth of every block", {}, rate},
-        {"grad_checkpointing",
-         int64_t(0),
-         "activation checkpointing: every k-th block recomputes its forward in backward (less "
-         "memory, one more forward); 0: off",
-         {},
-         Range::between(0, 1e6)},
+        checkpointing_option(),
         {"pool",
          std::string("auto"),
          "cls (class token) or mean (token mean, no class token); auto: mean for the variants "

@@ -38,6 +38,7 @@ SfreeViTConfig sfree_config(const nn::Options& o) {
     c.feat_dim = o.get_int("feat_dim");
     c.dropout = o.get_double("dropout");
     c.emb_dropout = o.get_double("emb_dropout");
+    c.grad_checkpointing = o.get_int("grad_checkpointing");
     return c;
 }
 
@@ -64,6 +65,7 @@ ModelEntry sfree_vit_entry() {
         {"dropout", 0.0, "attention weights, projections, MLP", {}, rate_range()},
         {"emb_dropout", 0.0, "on the embedded tokens", {}, rate_range()},
     };
+    options.push_back(checkpointing_option());
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         return std::make_shared<SfreeViT>(sfree_config(o));
     };
@@ -110,6 +112,7 @@ ModelEntry sima_vit_entry() {
         {"eta", 1.0, "layer-scale init", {}, Range::above(0)},
         {"tokens_norm", true, "normalize every token in the class-attention layers"},
     };
+    options.push_back(checkpointing_option());
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         SimAViTConfig c;
         c.patch_size = o.get_int("patch_size");
@@ -123,6 +126,7 @@ ModelEntry sima_vit_entry() {
         c.cls_attn_layers = o.get_int("cls_attn_layers");
         c.eta = o.get_double("eta");
         c.tokens_norm = o.get_bool("tokens_norm");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         return std::make_shared<SimAVisionTransformer>(c);
     };
     auto input = [](const nn::Options& o) {
@@ -151,6 +155,7 @@ ModelEntry text_entry(const std::string& name, const std::string& description) {
         {"max_len", int64_t(512), "longest sequence", {}, size_range()},
         {"drop", 0.1, "dropout on embeddings, attention projection and FFN", {}, rate_range()},
     };
+    options.push_back(checkpointing_option());
     if (name != "transformer")
         options.push_back({"ffn_expansion", 16.0 / 3.0, "SwiGLU expansion k (2, 4 or 16/3)", {},
                            Range::above(0)});
@@ -171,6 +176,7 @@ ModelEntry text_entry(const std::string& name, const std::string& description) {
         c.embed_dim = o.get_int("embed_dim");
         c.num_heads = o.get_int("num_heads");
         c.max_len = o.get_int("max_len");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         return std::make_shared<TextTransformer>(c);
     };
     auto input = [](const nn::Options& o) {

@@ -69,6 +69,7 @@ ModelEntry pvt_segnet_entry() {
          "encoder MLP width / width per stage (4 values; empty: the variant's)", {},
          Range::above(0)},
     };
+    options.push_back(checkpointing_option());
     auto config_of = [](const nn::Options& o) {
         PVTSegNetConfig c = pvt_segnet_config(o.get_string("decoder"), o.get_int("in_chs"),
                                               o.get_int("n_classes"));
@@ -89,6 +90,7 @@ ModelEntry pvt_segnet_entry() {
         c.use_rope = o.get_bool("use_rope");
         c.us_ks = o.get_int("us_ks");
         c.hidden_ratio = o.get_double("hidden_ratio");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         return c;
     };
     auto build = [config_of](const nn::Options& o) -> std::shared_ptr<nn::Module> {
@@ -136,6 +138,7 @@ ModelEntry utnet_entry() {
          Strings{"bias", "embedding"}},
         {"aux_loss", true, "deep-supervision heads: outputs y, out3, out2, out1"},
     };
+    options.push_back(checkpointing_option());
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         UTNetConfig c;
         c.in_chan = o.get_int("in_chan");
@@ -152,6 +155,7 @@ ModelEntry utnet_entry() {
         c.rel_pos = o.get_bool("rel_pos");
         c.rel_pos_type = o.get_string("rel_pos_type");
         c.aux_loss = o.get_bool("aux_loss");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         return std::make_shared<UTNet>(c);
     };
     auto input = [](const nn::Options& o) {
@@ -241,13 +245,8 @@ ModelEntry context_vit_entry() {
         {"num_heads", int64_t(6), "attention heads", {}, size_range()},
         {"feature_size", int64_t(32), "unetr feature size", {}, size_range()},
         {"qkv_bias", false, "attn: bias of the qkv projection"},
-        {"grad_checkpointing",
-         int64_t(0),
-         "activation checkpointing: every k-th block recomputes its forward in backward (less "
-         "memory, one more forward); 0: off",
-         {},
-         Range::between(0, 1e6)},
     };
+    options.push_back(checkpointing_option());
     for (OptionSpec& spec : mixer_options()) options.push_back(spec);
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
         ContextViTModelConfig c;
@@ -297,6 +296,7 @@ ModelEntry context_swin_entry() {
          size_range()},
         {"patch_size", int64_t(2), "isotropic patch", {}, size_range()},
     };
+    options.push_back(checkpointing_option());
     for (OptionSpec& spec : mixer_options())
         if (spec.key.rfind("mamba_", 0) != 0) options.push_back(spec);
     auto build = [](const nn::Options& o) -> std::shared_ptr<nn::Module> {
@@ -310,6 +310,7 @@ ModelEntry context_swin_entry() {
         c.num_heads = o.get_ints("num_heads");
         c.window_size = o.get_ints("window_size");
         c.patch_size = o.get_int("patch_size");
+        c.grad_checkpointing = o.get_int("grad_checkpointing");
         c.mixer.type = o.get_string("mixer");
         if (c.mixer.type == "hyena")
             c.mixer.options = {

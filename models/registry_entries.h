@@ -16,4 +16,14 @@ std::vector<ModelEntry> classifier_entries();
 inline nn::Range size_range() { return nn::Range::between(1, 1 << 16); }
 inline nn::Range rate_range() { return nn::Range::between(0, 1, true); }
 
+// model.grad_checkpointing, the same key and text in every model that offers it.
+inline nn::OptionSpec checkpointing_option() {
+    return {"grad_checkpointing",
+            int64_t(0),
+            "activation checkpointing: every k-th block recomputes its forward in backward (less "
+            "memory, one more forward); 0: off",
+            {},
+            nn::Range::between(0, 1e6)};
+}
+
 }  // namespace lumen::models

@@ -2,6 +2,7 @@
 #include "models/sfree_vit.h"
 
 #include "nn/activation.h"
+#include "nn/checkpoint.h"
 #include "nn/embed.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
@@ -59,7 +60,8 @@ std::string attention_name(const std::string& attn) {
     LUMEN_FAIL(kName, "attn must be softmax, seqnorm or sima, got '", attn, "'");
 }
 
-SfreeTransformer::SfreeTransformer(const SfreeViTConfig& c) : Module("Transformer") {
+SfreeTransformer::SfreeTransformer(const SfreeViTConfig& c)
+    : Module("Transformer"), grad_checkpointing(c.grad_checkpointing) {
     norm = register_module("norm", nn::make<nn::LayerNorm>(Shape{c.dim}, 1e-5));
     auto list = nn::make<nn::ModuleList<nn::Module>>();
     layers = register_module("layers", list);
@@ -85,8 +87,14 @@ SfreeTransformer::SfreeTransformer(const SfreeViTConfig& c) : Module("Transforme
 Tensor SfreeTransformer::forward(const Tensor& x_in) {
     Tensor x = x_in;
     for (size_t l = 0; l < attentions.size(); ++l) {
-        x = add(attentions[l]->forward(x), x);
-        x = add(feed_forwards[l]->forward(x), x);
+        auto layer = [attention = attentions[l],
+                      ff = feed_forwards[l]](const std::vector<Tensor>& in) {
+            Tensor h = add(attention->forward(in[0]), in[0]);
+            return add(ff->forward(h), h);
+        };
+        std::vector<Tensor> params = attentions[l]->parameters();
+        for (const Tensor& p : feed_forwards[l]->parameters()) params.push_back(p);
+        x = nn::checkpoint_every(grad_checkpointing, int64_t(l), layer, {x}, params);
     }
     return norm->forward(x);
 }

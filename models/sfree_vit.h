@@ -49,6 +49,9 @@ struct SfreeViTConfig {
     double dropout = 0.0;                          // attention weights, to_out, FeedForward
     double emb_dropout = 0.0;
     double seqnorm_eps = 1e-5;
+    // k > 0: every k-th layer (attention + FeedForward, with both residuals) recomputes its
+    // forward in backward (nn/checkpoint.h); 0: none.
+    int64_t grad_checkpointing = 0;
 
     // Throws [SfreeViT] naming the offending field: unknown tokenizer/attn/pool, non-positive
     // sizes, image sizes not divisible by the patch sizes.
@@ -73,6 +76,7 @@ class SfreeTransformer : public nn::Module {
     std::shared_ptr<nn::Module> layers;  // layers.l.0 attention, layers.l.1 FeedForward
     std::vector<std::shared_ptr<nn::attention::Attention>> attentions;
     std::vector<std::shared_ptr<FeedForward>> feed_forwards;
+    int64_t grad_checkpointing = 0;  // SfreeViTConfig::grad_checkpointing
 };
 
 // tokens = patchify(x) (patch2d: x (B, C, H, W) -> (B, (H/p1)(W/p2), p1 p2 C), feature

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "nn/checkpoint.h"
 #include "nn/embed.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
@@ -146,9 +147,21 @@ Tensor SimAVisionTransformer::forward(const Tensor& x) {
         // at batch 1 and broadcast.
         tokens = add(tokens, pos_embeder->forward(hp, wp).flatten(2).transpose(1, 2));
     }
-    for (auto& block : *blocks) tokens = block->forward(tokens, hp, wp);
+    const int64_t every = config_.grad_checkpointing;
+    int64_t index = 0;
+    for (const auto& block : *blocks)
+        tokens = nn::checkpoint_every(
+            every, index++,
+            [block, hp, wp](const std::vector<Tensor>& in) {
+                return block->forward(in[0], hp, wp);
+            },
+            {tokens}, block->parameters());
     tokens = nn::prepend_token(tokens, cls_token);
-    for (auto& block : *cls_attn_blocks) tokens = block->forward(tokens);
+    for (const auto& block : *cls_attn_blocks)
+        tokens = nn::checkpoint_every(
+            every, index++,
+            [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {tokens},
+            block->parameters());
     // LayerNorm acts per token: normalising only the class token gives the same result.
     return head->forward(norm->forward(tokens.select(1, 0)));
 }

@@ -58,6 +58,9 @@ struct SimAViTConfig {
     double eta = 1.0;
     bool tokens_norm = false;
     double norm_eps = 1e-6;
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h), counting
+    // the depth SimA blocks and then the class-attention blocks as one list; 0: none.
+    int64_t grad_checkpointing = 0;
 
     // Throws [SimAVisionTransformer] naming the offending field.
     void validate() const;

@@ -29,6 +29,8 @@ struct TextTransformerConfig {
     // Every block (block i gets layer_index i); block.norm_type/norm_eps also make the final
     // norm.
     nn::BlockOptions block = nn::dgt_layer_options();
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h); 0: none.
+    int64_t grad_checkpointing = 0;
 
     // Throws [<name>] for non-positive sizes or a pad_idx outside the vocabulary.
     void validate() const;

@@ -2,6 +2,7 @@
 // deep-supervision outputs.
 #include "models/utnet.h"
 
+#include "nn/checkpoint.h"
 #include "ops/interpolate.h"
 
 namespace lumen::models {
@@ -98,11 +99,28 @@ UTNet::UTNet(const UTNetConfig& config) : Module("UTNet"), config_(config) {
         }
         *ups[level] = register_module("up" + std::to_string(4 - level), up);
     }
+    mark_checkpointed();
     outc = register_module("outc", head(c, config.num_classes));
     if (config.aux_loss) {
         out1 = register_module("out1", head(8 * c, config.num_classes));
         out2 = register_module("out2", head(4 * c, config.num_classes));
         out3 = register_module("out3", head(2 * c, config.num_classes));
+    }
+}
+
+void UTNet::mark_checkpointed() {
+    // The stages in the order run() calls them.
+    const std::vector<nn::Module*> stages{inc.get(),   down1.get(), down2.get(),
+                                          down3.get(), down4.get(), up1.get(),
+                                          up2.get(),   up3.get(),   up4.get()};
+    int64_t index = 0;
+    for (nn::Module* stage : stages) {
+        for (const auto& [name, module] : stage->named_modules()) {
+            if (auto* block = dynamic_cast<nn::utnet::BasicTransBlock*>(module))
+                block->checkpointed = nn::is_checkpointed(config_.grad_checkpointing, index++);
+            if (auto* block = dynamic_cast<nn::utnet::BasicTransDecoderBlock*>(module))
+                block->checkpointed = nn::is_checkpointed(config_.grad_checkpointing, index++);
+        }
     }
 }
 

@@ -147,19 +147,14 @@ Tensor ViT::forward_features(const Tensor& img) {
     Tensor x = patch_embed->forward(img);
     if (cls) x = nn::prepend_token(x, cls_token);
     x = pos_drop->forward(add(x, pos_embed));
-    const int64_t every = config_.grad_checkpointing;
     int64_t index = 0;
-    for (const auto& block : *blocks) {
-        if (every > 0 && ++index % every == 0) {
-            x = nn::checkpoint(
-                [block, context](const std::vector<Tensor>& in) {
-                    return block->forward(in[0], context);
-                },
-                {x}, block->parameters());
-        } else {
-            x = block->forward(x, context);
-        }
-    }
+    for (const auto& block : *blocks)
+        x = nn::checkpoint_every(
+            config_.grad_checkpointing, index++,
+            [block, context](const std::vector<Tensor>& in) {
+                return block->forward(in[0], context);
+            },
+            {x}, block->parameters());
     return norm->forward(x);
 }
 

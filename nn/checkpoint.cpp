@@ -31,6 +31,20 @@ class GeneratorReplay {
     uint64_t seed_, offset_;
 };
 
+// Set while a checkpoint node re-runs its function (per thread, as grad mode is).
+thread_local bool recomputing = false;
+
+class RecomputeGuard {
+  public:
+    RecomputeGuard() : previous_(recomputing) { recomputing = true; }
+    ~RecomputeGuard() { recomputing = previous_; }
+    RecomputeGuard(const RecomputeGuard&) = delete;
+    RecomputeGuard& operator=(const RecomputeGuard&) = delete;
+
+  private:
+    bool previous_;
+};
+
 class GradModeGuard {
   public:
     explicit GradModeGuard(bool enabled) : previous_(grad_enabled()) { set_grad_enabled(enabled); }
@@ -92,6 +106,7 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
                         {
                             GeneratorReplay replay(seed, offset);
                             GradModeGuard grad_mode(true);
+                            RecomputeGuard recompute;
                             again = fn(leaves);
                         }
                         std::vector<Tensor> grads(count + params.size());
@@ -102,5 +117,18 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
                     });
     return out;
 }
+
+bool is_checkpointed(int64_t every, int64_t index) {
+    LUMEN_CHECK(every >= 0, "checkpoint", "grad_checkpointing must be >= 0 (0: off, k: every k-th ",
+                "block), got ", every);
+    return every > 0 && (index + 1) % every == 0;
+}
+
+Tensor checkpoint_every(int64_t every, int64_t index, const CheckpointFunction& fn,
+                        const std::vector<Tensor>& inputs, const std::vector<Tensor>& params) {
+    return is_checkpointed(every, index) ? checkpoint(fn, inputs, params) : fn(inputs);
+}
+
+bool is_recomputing() { return recomputing; }
 
 }  // namespace lumen::nn

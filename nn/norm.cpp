@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/autograd.h"
+#include "nn/checkpoint.h"
 #include "nn/repr_text.h"
 #include "ops/elementwise.h"
 #include "ops/norm.h"
@@ -83,6 +84,9 @@ Tensor BatchNorm::forward(const Tensor& x) {
     bool tracking = running_mean.defined();
     if (!is_training() && tracking)
         return batch_norm(x, running_mean, running_var, weight, bias, false, 0.0, eps);
+    // A checkpointed block's second forward (nn/checkpoint.h) normalizes with the same batch
+    // statistics but leaves the running ones alone: they were updated by the first.
+    if (is_recomputing()) tracking = false;
     double factor = momentum.value_or(0.0);
     if (is_training() && tracking) {
         NoGradGuard no_grad;

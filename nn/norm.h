@@ -50,7 +50,9 @@ class GroupNorm : public Module {
 // Batch normalization over every dim but C. Training (with track_running_stats): batch
 // statistics, running_mean/var updated in place with `momentum` (nullopt = cumulative average
 // 1 / num_batches_tracked) and num_batches_tracked += 1. Eval: running statistics. Without
-// track_running_stats the batch statistics are always used and there are no buffers.
+// track_running_stats the batch statistics are always used and there are no buffers. The
+// recomputation of a checkpointed block (nn/checkpoint.h) uses the batch statistics and leaves
+// the running ones as the first forward left them.
 // `input_ndims` lists the accepted ranks (BatchNorm1d: 2 or 3, 2d: 4, 3d: 5).
 class BatchNorm : public Module {
   public:

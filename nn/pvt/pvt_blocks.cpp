@@ -1,6 +1,7 @@
 // PVTv2 patch embedding, depthwise-conv MLP, block and stage, composed of lumen layers.
 #include "nn/pvt/pvt_blocks.h"
 
+#include "nn/checkpoint.h"
 #include "ops/elementwise.h"
 
 namespace lumen::nn::pvt {
@@ -122,7 +123,14 @@ Tensor PVTStage::forward(const Tensor& x) {
     }
     int64_t batch = nhwc.size(0), height = nhwc.size(1), width = nhwc.size(2);
     Tensor tokens = nhwc.reshape({batch, height * width, dim_out});
-    for (const auto& block : *blocks) tokens = block->forward(tokens, height, width);
+    int64_t index = first_block;
+    for (const auto& block : *blocks)
+        tokens = checkpoint_every(
+            grad_checkpointing, index++,
+            [block, height, width](const std::vector<Tensor>& in) {
+                return block->forward(in[0], height, width);
+            },
+            {tokens}, block->parameters());
     // NHWC back to NCHW, stored contiguously: the next stage's conv and the decoders read it.
     return norm->forward(tokens)
         .view({batch, height, width, dim_out})

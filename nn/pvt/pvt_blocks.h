@@ -98,6 +98,9 @@ class PVTStage : public Module {
     std::shared_ptr<ModuleList<PVTBlock>> blocks;
     std::shared_ptr<LayerNorm> norm;
     int64_t dim, dim_out;
+    // Activation checkpointing (nn/checkpoint.h): block i is block first_block + i of the
+    // model's count, checkpointed when it is one of every grad_checkpointing-th; 0: none.
+    int64_t grad_checkpointing = 0, first_block = 0;
 };
 
 }  // namespace lumen::nn::pvt

@@ -2,6 +2,7 @@
 // MLP on a channels-last map; the stage builds the shift mask once for its blocks.
 #include "nn/swin/swin_block.h"
 
+#include "nn/checkpoint.h"
 #include "ops/elementwise.h"
 
 namespace lumen::nn::swin {
@@ -119,7 +120,12 @@ Tensor BasicLayer::forward(const Tensor& x) {
     }
     to_last.push_back(1);
     Tensor h = x.permute(to_last);
-    for (const auto& block : *blocks) h = block->forward(h, mask);
+    int64_t index = first_block;
+    for (const auto& block : *blocks)
+        h = checkpoint_every(
+            grad_checkpointing, index++,
+            [block, mask](const std::vector<Tensor>& in) { return block->forward(in[0], mask); },
+            {h}, block->parameters());
     return downsample->forward(h).permute(to_first);
 }
 

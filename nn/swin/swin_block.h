@@ -74,6 +74,9 @@ class BasicLayer : public Module {
     std::shared_ptr<PatchMergingV2> downsample;
     int64_t dim;
     std::vector<int64_t> window_size, shift_size;  // shift_size: the odd blocks' shift
+    // Activation checkpointing (nn/checkpoint.h): block i is block first_block + i of the
+    // model's count, checkpointed when it is one of every grad_checkpointing-th; 0: none.
+    int64_t grad_checkpointing = 0, first_block = 0;
 
   private:
     attention::MaskCache masks_;

@@ -43,11 +43,15 @@ SwinTransformer::SwinTransformer(const SwinOptions& options_)
     patch_embed = register_module(
         "patch_embed",
         make<PatchEmbed>(options.patch_size, options.in_chans, options.embed_dim, nd));
+    int64_t first_block = 0;
     for (int64_t i = 0; i < 4; ++i) {
         auto stage = make<ModuleList<BasicLayer>>();
-        stage->push_back(make<BasicLayer>(options.embed_dim << i, options.depths[size_t(i)],
-                                          options.num_heads[size_t(i)], options.window_size,
-                                          options.mlp_ratio, options.qkv_bias, options.mixer));
+        auto layer = stage->push_back(make<BasicLayer>(
+            options.embed_dim << i, options.depths[size_t(i)], options.num_heads[size_t(i)],
+            options.window_size, options.mlp_ratio, options.qkv_bias, options.mixer));
+        layer->grad_checkpointing = options.grad_checkpointing;
+        layer->first_block = first_block;
+        first_block += options.depths[size_t(i)];
         layers.push_back(register_module("layers" + std::to_string(i + 1), stage));
     }
 }

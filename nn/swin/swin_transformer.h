@@ -29,6 +29,9 @@ struct SwinOptions {
     bool qkv_bias = true;
     int64_t spatial_dims = 2;
     SwinMixer mixer;  // "attn", or "hyena" / "mamba" per window (never shifted)
+    // k > 0: every k-th block recomputes its forward in backward (nn/checkpoint.h), the blocks
+    // counted across the stages as one list (stage 1's first); 0: none.
+    int64_t grad_checkpointing = 0;
 };
 
 // x0 = patch_embed(x); x_i = layers<i>.0(x_{i-1}) for i = 1..4 (stage i works at E 2^(i-1)

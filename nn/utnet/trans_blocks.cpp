@@ -2,6 +2,7 @@
 // 1x1 convs, interpolate and cat.
 #include "nn/utnet/trans_blocks.h"
 
+#include "nn/checkpoint.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
 #include "ops/shape.h"
@@ -36,8 +37,12 @@ BasicTransBlock::BasicTransBlock(int64_t in_ch, const attention::LinearAttention
 }
 
 Tensor BasicTransBlock::forward(const Tensor& x) {
-    Tensor u = add(attn->forward(bn1->forward(x)), x);
-    return add(mlp->forward(relu(bn2->forward(u))), u);
+    // Captures the layers, not `this`: a checkpointed block runs it again in backward.
+    auto block = [bn1 = bn1, attn = attn, bn2 = bn2, mlp = mlp](const std::vector<Tensor>& in) {
+        Tensor u = add(attn->forward(bn1->forward(in[0])), in[0]);
+        return add(mlp->forward(relu(bn2->forward(u))), u);
+    };
+    return checkpointed ? checkpoint(block, {x}, parameters()) : block({x});
 }
 
 BasicTransDecoderBlock::BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch,
@@ -56,9 +61,15 @@ BasicTransDecoderBlock::BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch,
 Tensor BasicTransDecoderBlock::forward(const Tensor& x1, const Tensor& x2) {
     check_map("BasicTransDecoderBlock", "x1", x1, attn->in_dim);
     check_map("BasicTransDecoderBlock", "x2", x2, attn->out_dim);
-    Tensor res = interpolate(conv_ch->forward(x1), {x2.size(2), x2.size(3)}, {}, "bilinear", true);
-    Tensor u = add(attn->forward(bn_h->forward(x2), bn_l->forward(x1)).y, res);
-    return add(mlp->forward(relu(bn2->forward(u))), u);
+    auto block = [bn_l = bn_l, bn_h = bn_h, conv_ch = conv_ch, attn = attn, bn2 = bn2,
+                  mlp = mlp](const std::vector<Tensor>& in) {
+        const Tensor &low = in[0], &high = in[1];
+        Tensor res =
+            interpolate(conv_ch->forward(low), {high.size(2), high.size(3)}, {}, "bilinear", true);
+        Tensor u = add(attn->forward(bn_h->forward(high), bn_l->forward(low)).y, res);
+        return add(mlp->forward(relu(bn2->forward(u))), u);
+    };
+    return checkpointed ? checkpoint(block, {x1, x2}, parameters()) : block({x1, x2});
 }
 
 DownBlockTrans::DownBlockTrans(int64_t in_ch, int64_t out_ch, int64_t num_block, bool maxpool,

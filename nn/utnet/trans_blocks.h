@@ -14,7 +14,8 @@ namespace lumen::nn::utnet {
 //   u = attn(bn1(x)) + x;   y = mlp(relu(bn2(u))) + u
 // attn is LinearAttention(in_ch) with options.heads heads of width in_ch / heads (the
 // options' dim_head is ignored, as in the official code); mlp.weight (in_ch, in_ch, 1, 1).
-// Shapes: (B, in_ch, H, W) -> (B, in_ch, H, W).
+// Shapes: (B, in_ch, H, W) -> (B, in_ch, H, W). checkpointed: the forward runs through
+// nn::checkpoint (recomputed in backward; the model sets it).
 class BasicTransBlock : public Module {
   public:
     BasicTransBlock(int64_t in_ch, const attention::LinearAttentionOptions& options);
@@ -22,6 +23,7 @@ class BasicTransBlock : public Module {
     std::shared_ptr<BatchNorm2d> bn1, bn2;
     std::shared_ptr<attention::LinearAttention> attn;
     std::shared_ptr<Conv2d> mlp;
+    bool checkpointed = false;
 };
 
 // Decoder transformer block. x1: low-res decoder feature (B, in_ch, h, w); x2: high-res skip
@@ -29,7 +31,8 @@ class BasicTransBlock : public Module {
 //   res = bilinear_align_corners(conv_ch(x1), (H, W))     conv_ch 1x1 in_ch -> out_ch, bias
 //   u = attn(q = bn_h(x2), x = bn_l(x1)) + res;   y = mlp(relu(bn2(u))) + u
 // attn is LinearAttentionDecoder(in_ch, out_ch) with heads of width out_ch / heads.
-// Shapes: -> (B, out_ch, H, W). Throws [BasicTransDecoderBlock] for wrong input shapes.
+// Shapes: -> (B, out_ch, H, W). checkpointed as BasicTransBlock's.
+// Throws [BasicTransDecoderBlock] for wrong input shapes.
 class BasicTransDecoderBlock : public Module {
   public:
     BasicTransDecoderBlock(int64_t in_ch, int64_t out_ch,
@@ -39,6 +42,7 @@ class BasicTransDecoderBlock : public Module {
     std::shared_ptr<BatchNorm2d> bn_l, bn_h, bn2;
     std::shared_ptr<Conv2d> conv_ch, mlp;
     std::shared_ptr<attention::LinearAttentionDecoder> attn;
+    bool checkpointed = false;
 };
 
 // Encoder stage with transformer (official `down_block_trans`): blocks.0 MaxPool2d(2),

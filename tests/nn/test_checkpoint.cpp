@@ -3,7 +3,8 @@
 // bit-identical loss, gradients and generator state with every block or every second block
 // checkpointed, and so does the context study's ViT with a linear head through the registry's
 // model.grad_checkpointing (with the UNETR head, to rounding); the peak memory of a deep ViT's step
-// falls; no graph without grad mode; errors.
+// falls; which blocks checkpoint_every picks; no graph without grad mode; errors. The other
+// models' model.grad_checkpointing: tests/models/test_checkpoint_models.cpp.
 #include "models/registry.h"
 #include "models/vit.h"
 #include "nn/checkpoint.h"
@@ -133,6 +134,18 @@ TEST_CASE("checkpoint: a deep ViT's training step peaks lower", "[nn][checkpoint
     const size_t plain = peak(0), checkpointed = peak(1);
     INFO("peak bytes: " << plain << " plain, " << checkpointed << " checkpointed");
     CHECK(double(checkpointed) < 0.6 * double(plain));
+}
+
+TEST_CASE("checkpoint_every: blocks k-1, 2k-1, ... go through checkpoint", "[nn][checkpoint]") {
+    std::vector<int64_t> picked;
+    for (int64_t index = 0; index < 7; ++index)
+        if (nn::is_checkpointed(3, index)) picked.push_back(index);
+    CHECK(picked == std::vector<int64_t>{2, 5});
+    for (int64_t index = 0; index < 7; ++index) CHECK_FALSE(nn::is_checkpointed(0, index));
+    Tensor x = randn({3}).requires_grad_();
+    auto twice = [](const std::vector<Tensor>& in) { return mul(in[0], 2.0); };
+    CHECK(nn::checkpoint_every(2, 1, twice, {x}).grad_fn()->name() == "checkpoint");
+    CHECK(nn::checkpoint_every(2, 2, twice, {x}).grad_fn()->name() != "checkpoint");
 }
 
 TEST_CASE("checkpoint: without grad it is the function; errors", "[nn][checkpoint]") {
