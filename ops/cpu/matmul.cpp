@@ -24,9 +24,11 @@ namespace lumen::cpu {
 
 namespace {
 
-// Products below this many multiply-adds (n k m) run on one thread: a parallel region costs
-// about as much as such a product. Eigen's own threshold for threading is 100000.
-constexpr int64_t kSplitWork = 100000;
+// Products below this many multiply-adds (n k m) run on one thread: waking the pool and
+// splitting costs about as much as such a product (bench_core's sgemm_64, 262,144
+// multiply-adds, ran at 56 GFLOP/s split in two and 75 on one thread; Eigen's own threshold
+// for threading is 100000).
+constexpr int64_t kSplitWork = 300000;
 // Panels of a split product are multiples of this many rows or columns.
 constexpr int64_t kPanelAlign = 16;
 
