@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "nn/checkpoint.h"
 #include "nn/embed.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -89,14 +88,7 @@ Tensor TextTransformer::forward_features(const Tensor& tokens) {
     Tensor x = tok_embed->forward(tokens);
     if (config_.embed_scale) x = mul(x, std::sqrt(double(config_.embed_dim)));
     x = emb_drop->forward(add(x, position_table.narrow(0, 0, n)));
-    int64_t index = 0;
-    for (const auto& block : *blocks)
-        x = nn::checkpoint_every(
-            config_.grad_checkpointing, index++,
-            [block, context](const std::vector<Tensor>& in) {
-                return block->forward(in[0], context);
-            },
-            {x}, block->parameters());
+    x = nn::run_blocks(*blocks, x, context, config_.grad_checkpointing);
     return norm->forward(x);
 }
 

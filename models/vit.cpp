@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "nn/attention/attention.h"
-#include "nn/checkpoint.h"
 #include "nn/init.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -147,14 +146,7 @@ Tensor ViT::forward_features(const Tensor& img) {
     Tensor x = patch_embed->forward(img);
     if (cls) x = nn::prepend_token(x, cls_token);
     x = pos_drop->forward(add(x, pos_embed));
-    int64_t index = 0;
-    for (const auto& block : *blocks)
-        x = nn::checkpoint_every(
-            config_.grad_checkpointing, index++,
-            [block, context](const std::vector<Tensor>& in) {
-                return block->forward(in[0], context);
-            },
-            {x}, block->parameters());
+    x = nn::run_blocks(*blocks, x, context, config_.grad_checkpointing);
     return norm->forward(x);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nn/checkpoint.h"
 #include "nn/mlp.h"
 #include "nn/norm.h"
 #include "ops/elementwise.h"
@@ -105,6 +106,19 @@ BlockOptions dgt_layer_options(double k) {
                         .norm_eps = 1e-5,
                         .mlp_ratio = k,
                         .attn_options = {{"lambda_init", 0.8}, {"q_residual", 0.0}}};
+}
+
+Tensor run_blocks(const ModuleList<Block>& blocks, Tensor x,
+                  const attention::AttentionContext& context, int64_t grad_checkpointing) {
+    int64_t index = 0;
+    for (const auto& block : blocks)
+        x = checkpoint_every(
+            grad_checkpointing, index++,
+            [block, context](const std::vector<Tensor>& in) {
+                return block->forward(in[0], context);
+            },
+            {x}, block->parameters());
+    return x;
 }
 
 }  // namespace lumen::nn

@@ -11,6 +11,7 @@
 
 #include "nn/activation.h"
 #include "nn/attention/attention.h"
+#include "nn/container.h"
 
 namespace lumen::nn {
 
@@ -70,5 +71,10 @@ BlockOptions dgt_layer_options(double k = 16.0 / 3.0);
 // "layernorm" -> LayerNorm(dim, eps), "rmsnorm" -> RMSNorm(dim, eps); throws [<who>] otherwise.
 std::shared_ptr<Module> make_norm(const std::string& type, int64_t dim, double eps,
                                   const std::string& who);
+
+// x through every block in order with one context; grad_checkpointing k > 0 recomputes every
+// k-th block in backward (nn::checkpoint_every). The model skeletons' block loop.
+Tensor run_blocks(const ModuleList<Block>& blocks, Tensor x,
+                  const attention::AttentionContext& context, int64_t grad_checkpointing);
 
 }  // namespace lumen::nn
