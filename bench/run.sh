@@ -2,8 +2,10 @@
 # Compares lumen (bench/bench_<suite>.cpp) with PyTorch (bench/torch_<suite>.py) on the same
 # workloads in the same run, alternating the two, and writes bench/results/<machine>-<date>.json
 # and .md (bench/summarize.py) and, for a full run, the plots in docs/ (bench/plot.py).
-# Suites: core, ops, attention, train (when bench/bench_train.cpp exists), scaling. The attention
-# and scaling workloads run one per process (fresh peak memory), each under WORKLOAD_TIMEOUT.
+# Suites: core, ops, attention, train (when bench/bench_train.cpp exists), scaling, models (a
+# training step of every paper model, bench/models.json; about 40 minutes on 2 cores). The
+# attention, scaling and models workloads run one per process (fresh peak memory), each under
+# WORKLOAD_TIMEOUT.
 #
 # Usage: bash bench/run.sh [--quick] [--suites "core ops ..."] [--only NAMES] [--out DIR]
 #                          [--device cuda]
@@ -67,9 +69,9 @@ export PYTHON=$python BENCH_LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$SECONDS
 
 # ---- what to run: suites, and the workloads of each in --quick mode ----
-suites=${suites:-core ops attention train scaling}
+suites=${suites:-core ops attention train scaling models}
 # On a GPU, issue 4's kernel suites too: bench_cuda*.cpp beside their torch_cuda*.py twins.
-if [[ $cuda == ON && $quick == 0 && -z $names && $suites == "core ops attention train scaling" ]]; then
+if [[ $cuda == ON && $quick == 0 && -z $names && $suites == "core ops attention train scaling models" ]]; then
     for source in "$root"/bench/bench_cuda*.cpp; do
         name=$(basename "$source" .cpp)
         suites+=" ${name#bench_}"
@@ -147,7 +149,7 @@ for ((round = 1; round <= rounds; ++round)); do
     for suite in "${present[@]}"; do
         filter=()
         [[ -n ${only[$suite]:-} ]] && filter=(--only "${only[$suite]}")
-        if [[ $suite == attention || $suite == scaling ]]; then
+        if [[ $suite == attention || $suite == scaling || $suite == models ]]; then
             for name in $("$build/bench/bench_$suite" --list "${filter[@]}"); do
                 echo "round $round/$rounds: $name ($((SECONDS - start)) s)" >&2
                 run_side lumen "$suite" --only "$name"

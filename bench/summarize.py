@@ -94,6 +94,8 @@ NOTE_CUDA = ("speedup = PyTorch time / lumen time (> 1: lumen is faster); for \"
 def table(results):
     lines = ["| workload | lumen | PyTorch | speedup |", "|---|---|---|---|"]
     for r in results:
+        if r["unit"] == "parameters":
+            continue
         speedup = f"{r['speedup']:.2f}" if r["speedup"] is not None else "n/a"
         theirs = cell(r, "pytorch")
         if r.get("pytorch_skipped") and r["pytorch_skipped"] == r.get("lumen_skipped"):
@@ -109,7 +111,8 @@ PYTHON_LOOP_REFERENCES = ("attn_mamba_", "ctx_mamba_", "selective_scan_")
 
 def geometric_mean_speedup(results):
     def mean(rows):
-        speedups = [r["speedup"] for r in rows if r["speedup"] and not is_memory(r)]
+        speedups = [r["speedup"] for r in rows
+                    if r["speedup"] and not is_memory(r) and r["unit"] != "parameters"]
         if not speedups:
             return float("nan"), 0
         return math.exp(sum(map(math.log, speedups)) / len(speedups)), len(speedups)
@@ -141,6 +144,61 @@ def context_table(results):
     return lines if patches else []
 
 
+def model_table(results):
+    """Issue 21's per-model table (bench/bench_models.cpp): step time, peak memory and the
+    activation memory that checkpointing saves, with the targets met or missed. Activation
+    memory = the first step's peak minus 12 bytes per parameter (gradient and the two AdamW
+    moments, allocated during that step); saving = 1 - checkpointed / plain."""
+    by_name = {r["name"]: r for r in results}
+    models = [r["name"][len("step_"):-len("_params")] for r in results
+              if r["unit"] == "parameters" and r["name"].startswith("step_")]
+    if not models:
+        return []
+
+    def value(name, side):
+        return by_name.get(name, {}).get(side)
+
+    def fmt(x, spec=".0f"):
+        return "n/a" if x is None else format(x, spec)
+
+    lines = ["| model | parameters | step ms lumen | PyTorch | speedup | peak MB lumen | PyTorch | "
+             "ckpt ms lumen | PyTorch | ckpt peak MB lumen | PyTorch | activation saved lumen | "
+             "PyTorch |", "|---|" + "---|" * 13]
+    met = {"speed": [0, 0], "memory": [0, 0], "saving": [0, 0]}
+    for m in models:
+        step, ckpt = "step_" + m, "ckpt_" + m
+        params = value(step + "_params", "lumen")
+        theirs = value(step + "_params", "pytorch")
+        count = f"{params / 1e6:.2f} M" if params else "n/a"
+        if params and theirs and theirs != params:
+            count += f" (PyTorch {theirs / 1e6:.2f} M)"
+        fixed = 12 * params / 2 ** 20 if params else 0
+        saved = {}
+        for side in ("lumen", "pytorch"):
+            plain, recomputed = value(step + "_mem", side), value(ckpt + "_mem", side)
+            if plain is not None and recomputed is not None and plain - fixed > 0:
+                saved[side] = 1 - (recomputed - fixed) / (plain - fixed)
+        speedup = by_name.get(step, {}).get("speedup")
+        mem = (value(step + "_mem", "lumen"), value(step + "_mem", "pytorch"))
+        for key, ok in (("speed", None if speedup is None else speedup >= 1.2),
+                        ("memory", None if None in mem else mem[0] <= mem[1]),
+                        ("saving", None if "lumen" not in saved else saved["lumen"] >= 0.4)):
+            if ok is not None:
+                met[key][0] += ok
+                met[key][1] += 1
+        lines.append(" | ".join([
+            f"| {m}", count, fmt(value(step, "lumen")), fmt(value(step, "pytorch")),
+            fmt(speedup, ".2f"), fmt(mem[0]), fmt(mem[1]), fmt(value(ckpt, "lumen")),
+            fmt(value(ckpt, "pytorch")), fmt(value(ckpt + "_mem", "lumen")),
+            fmt(value(ckpt + "_mem", "pytorch")),
+            "n/a" if "lumen" not in saved else f"{saved['lumen']:.0%}",
+            "n/a" if "pytorch" not in saved else f"{saved['pytorch']:.0%}"]) + " |")
+    lines += ["", "Targets met (issue 21): speed >= 1.2x PyTorch in {}/{} models, peak memory <= "
+              "PyTorch's in {}/{}, checkpointing saving >= 40% of the activation memory in "
+              "{}/{}.".format(*met["speed"], *met["memory"], *met["saving"])]
+    return lines
+
+
 def markdown(results, title, note=NOTE):
     lines = [title, ""]
     headline = [r for name in HEADLINE for r in results if r["name"] == name]
@@ -151,6 +209,12 @@ def markdown(results, title, note=NOTE):
     if context:
         lines += ["## Context-length paper, Table 2: attention time / mixer time (> 1: the mixer "
                   "is faster)", ""] + context + [""]
+    models = model_table(results)
+    if models:
+        lines += ["## Paper models: one training step (bench/models.json)", ""] + models + [
+            "", "Activation memory = peak minus 12 bytes per parameter (gradients and the AdamW "
+            "moments); saved = 1 - checkpointed / plain. ckpt: grad_checkpointing 1 (lumen), "
+            "torch.utils.checkpoint around the same blocks (PyTorch).", ""]
     lines += ["## All results", ""] + table(results) + ["", note]
     return "\n".join(lines) + "\n"
 

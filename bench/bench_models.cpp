@@ -1,0 +1,140 @@
+// bench_models: one training step of every paper model at its paper input size (issue 21,
+// item 5), the workloads of bench/models.json, which bench/torch_models.py reads too. A step is
+// zero_grad, forward, loss, backward and an AdamW update (lr 1e-4, weight decay 0.01): the
+// cross-entropy of the logits for the classifiers, of every pixel or voxel for the segmentation
+// models, summed over the deep-supervision outputs with the paper's weights (PVT-GDLA
+// {1, 1, 1, 1}, UTNet {1, 0.4, 0.2, 0.1}). Each workload runs twice: "step_<name>" without
+// activation checkpointing and "ckpt_<name>" with model.grad_checkpointing 1 (every block
+// recomputed in backward; not "step_<name>_ckpt", which --only step_<name> would select too). Both give the median step time (ms) and, from the first step of a
+// fresh process, the peak memory ("_mem": RSS growth, allocator peak beside it). Run one
+// workload per process (--only) for the memory figures: run.sh does. The models are built
+// through the registry, as `lumen train` builds them, with the options in models.json.
+// Usage: bench_models [--threads N] [--repeats R] [--only step_vit,ckpt_vit,...] [--list]
+//                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "lumen/lumen.h"
+
+using namespace lumen;
+using namespace lumen::bench;
+using nlohmann::json;
+
+namespace {
+
+// A models.json option as a registry option value (the registry coerces integers to numbers).
+nn::OptionValue option_value(const std::string& key, const json& value) {
+    if (value.is_boolean()) return value.get<bool>();
+    if (value.is_number_integer()) return value.get<int64_t>();
+    if (value.is_number()) return value.get<double>();
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_array() && !value.empty() && value.front().is_number_integer())
+        return value.get<std::vector<int64_t>>();
+    if (value.is_array() && !value.empty() && value.front().is_number())
+        return value.get<std::vector<double>>();
+    LUMEN_FAIL("bench_models", "option '", key, "': unsupported value ", value.dump());
+}
+
+struct Workload {
+    std::string name, model, kind, target;
+    nn::Options options;
+    std::vector<int64_t> input;
+    std::vector<double> loss_weights;
+};
+
+std::vector<Workload> load_workloads(const std::string& path) {
+    std::ifstream file(path);
+    LUMEN_CHECK(file.good(), "bench_models", "cannot open ", path);
+    json doc = json::parse(file);
+    std::vector<Workload> workloads;
+    for (const json& w : doc.at("workloads")) {
+        Workload workload{.name = w.at("name"),
+                          .model = w.at("model"),
+                          .kind = w.at("kind"),
+                          .target = w.at("target"),
+                          .options = nn::Options(w.at("model").get<std::string>()),
+                          .input = w.at("input").get<std::vector<int64_t>>(),
+                          .loss_weights = w.value("loss_weights", std::vector<double>{1.0})};
+        for (const auto& [key, value] : w.at("options").items())
+            workload.options.set(key, option_value(key, value));
+        workloads.push_back(std::move(workload));
+    }
+    return workloads;
+}
+
+// The step of `w` (checkpointing every block when `checkpointed`), set up on `device`.
+std::function<void()> setup_step(const Workload& w, bool checkpointed, Device device) {
+    nn::Options overrides = w.options;
+    if (checkpointed) overrides.set("grad_checkpointing", int64_t(1));
+    nn::Options options = models::model_options(w.model, overrides);
+    models::ModelInput in = models::find_model(w.model).input(options);
+    std::vector<double> weights = in.deep_supervision.empty() ? std::vector<double>{1.0}
+                                                              : in.deep_supervision;
+    LUMEN_CHECK(weights == w.loss_weights, "bench_models", w.name,
+                ": models.json's loss_weights differ from the registry's deep-supervision "
+                "weights (",
+                weights.size(), " outputs)");
+    manual_seed(0);
+    std::shared_ptr<nn::Module> model = models::build_model(w.model, options);
+    model->train();
+    model->to(device);
+    auto optimizer =
+        std::make_shared<train::AdamW>(model->parameters(), 1e-4, train::AdamOptions{}, 0.01);
+    const int64_t batch = w.input[0];
+    Tensor x = w.kind == "tokens" ? randint(1, options.get_int("vocab_size"), w.input)
+                                  : randn(Shape(w.input));
+    Shape target_shape{batch};
+    if (w.target == "dense") target_shape.insert(target_shape.end(), w.input.begin() + 2,
+                                                 w.input.end());
+    Tensor target = randint(0, in.num_classes, target_shape);
+    x = x.to(device);
+    target = target.to(device);
+    // The parameter count, for the table (both sides must build the same model) and for the
+    // memory that is not activations (gradients and AdamW moments, 12 bytes per parameter).
+    std::printf("{\"name\": \"%s_%s_params\", \"unit\": \"parameters\", \"value\": %lld, "
+                "\"ms\": 0}\n",
+                checkpointed ? "ckpt" : "step", w.name.c_str(), (long long)model->num_parameters());
+    return [model, optimizer, x, target, weights] {
+        optimizer->zero_grad();
+        std::vector<Tensor> outputs = model->forward_outputs(x);
+        Tensor loss = cross_entropy(outputs[0], target) * weights[0];
+        for (size_t i = 1; i < outputs.size(); ++i)
+            loss = loss + cross_entropy(outputs[i], target) * weights[i];
+        loss.backward();
+        optimizer->step();
+    };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options options = parse_options(argc, argv);
+    std::string path = LUMEN_BENCH_MODELS;
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::strcmp(argv[i], "--models") == 0) path = argv[i + 1];
+    std::vector<Workload> workloads = load_workloads(path);
+    if (options.list) {
+        for (const Workload& w : workloads) {
+            if (selected(options, "step_" + w.name)) std::printf("step_%s\n", w.name.c_str());
+            if (selected(options, "ckpt_" + w.name)) std::printf("ckpt_%s\n", w.name.c_str());
+        }
+        return 0;
+    }
+    if (options.threads > 0) set_num_threads(options.threads);
+    std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
+                get_num_threads(), options.repeats);
+    for (const Workload& w : workloads)
+        for (bool checkpointed : {false, true}) {
+            const std::string name = (checkpointed ? "ckpt_" : "step_") + w.name;
+            if (!selected(options, name)) continue;
+            measure_workload(
+                name, 0, "", [&] { return setup_step(w, checkpointed, options.device); },
+                options.repeats);
+        }
+    return 0;
+}
