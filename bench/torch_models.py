@@ -113,6 +113,10 @@ def setup(w, checkpointed):
     classes = next(o[k] for k in ("num_classes", "n_classes", "out_channels") if k in o)
     target_shape = shape[:1] + (shape[2:] if w["target"] == "dense" else [])
     target = torch.randint(0, classes, target_shape)
+    if w["model"].startswith("context_") and len(o["img_size"]) == 2:
+        # the reference's context models take 2-D images as (B, C, 1, H, W) and give
+        # (B, classes, 1, H, W); lumen's take (B, C, H, W)
+        x, target = x.unsqueeze(2), target.unsqueeze(1)
     x, target = x.to(args.device), target.to(args.device)
     weights = w.get("loss_weights", [1.0])
     ce = torch.nn.functional.cross_entropy

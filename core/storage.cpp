@@ -2,6 +2,7 @@
 // large blocks cached for reuse).
 #include "core/storage.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -27,6 +28,13 @@ constexpr const char* kNoBackend =
 // in again (at 16M floats that costs more than the op itself). Blocks of at least kCacheMin
 // bytes are rounded up to a size class (four classes per power of two, <= 25% slack) and freed
 // blocks wait in a free list per class, up to a total of LUMEN_CPU_CACHE_MB (default 2048).
+// A free list only serves its own class, so a cache left to grow holds, at the end of a training
+// step, every class's own peak: the forward's activations and the backward's gradients are
+// different sizes, and the sum of those peaks can exceed the live peak by half (the process's
+// memory with it). So live plus cached bytes are kept within the most ever live (the high-water
+// mark): a block that misses the cache first gives back cached blocks of other classes until
+// the new one fits under that mark. A training loop's steady state then holds what its peak
+// needs, as a non-caching allocator would, and still reuses the blocks that repeat.
 constexpr size_t kCacheMin = size_t(1) << 18;
 
 size_t size_class(size_t nbytes) {
@@ -40,17 +48,34 @@ struct CpuCache {
     std::mutex mutex;
     std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
     size_t cached_bytes = 0;
+    size_t high_water = 0;  // the most bytes live at once since the last cpu_empty_cache
     size_t limit = [] {
         const char* text = std::getenv("LUMEN_CPU_CACHE_MB");
         return (text ? size_t(std::strtoull(text, nullptr, 10)) : size_t(2048)) << 20;
     }();
 
-    void release_all() {
+    // Frees cached blocks, the largest class first, until at most `keep` bytes stay cached.
+    // The caller holds the mutex.
+    void release_to(size_t keep) {
+        while (cached_bytes > keep) {
+            auto largest = free_blocks.end();
+            for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
+                if (!it->second.empty() && (largest == free_blocks.end() || it->first > largest->first))
+                    largest = it;
+            std::free(largest->second.back());
+            largest->second.pop_back();
+            cached_bytes -= largest->first;
+        }
+    }
+
+    // Frees every cached block; the high-water mark starts again from the bytes live now.
+    void release_all(size_t live) {
         std::lock_guard lock(mutex);
         for (auto& [size, blocks] : free_blocks)
             for (void* block : blocks) std::free(block);
         free_blocks.clear();
         cached_bytes = 0;
+        high_water = live;
     }
 };
 
@@ -69,7 +94,8 @@ void count_allocation(size_t rounded) {
     }
 }
 
-// A block of a size class: from the cache when one is free, else from the C library.
+// A block of a size class: from the cache when one is free, else from the C library, after
+// giving back the cached blocks that would push live + cached bytes over the high-water mark.
 void* allocate_rounded(size_t rounded) {
     if (rounded >= kCacheMin) {
         CpuCache& cache = cpu_cache();
@@ -81,6 +107,9 @@ void* allocate_rounded(size_t rounded) {
             cache.cached_bytes -= rounded;
             return block;
         }
+        const size_t live = cpu_allocated.load(std::memory_order_relaxed) + rounded;
+        cache.high_water = std::max(cache.high_water, live);
+        cache.release_to(cache.high_water - live);
     }
     void* data = std::aligned_alloc(kCpuAlignment, rounded);
     if (data == nullptr) {  // give the cache back and try once more
@@ -117,7 +146,7 @@ void cpu_free(void* data, size_t nbytes) {
     std::free(data);
 }
 
-void cpu_empty_cache() { cpu_cache().release_all(); }
+void cpu_empty_cache() { cpu_cache().release_all(cpu_allocated.load(std::memory_order_relaxed)); }
 
 size_t cpu_cached_bytes() {
     std::lock_guard lock(cpu_cache().mutex);

@@ -48,11 +48,14 @@ class Storage {
 };
 
 // Raw allocation entry points used by Storage. Errors name the request size. Blocks of 256 KiB
-// and more are kept in a cache for reuse (at most LUMEN_CPU_CACHE_MB, default 2048 MiB);
-// cpu_free must be given the size that was allocated.
+// and more are kept in a cache for reuse (at most LUMEN_CPU_CACHE_MB, default 2048 MiB), and
+// live plus cached bytes stay within the most bytes ever live at once (a block that misses the
+// cache gives back cached blocks of other sizes first); cpu_free must be given the size that
+// was allocated.
 void* cpu_allocate(size_t nbytes);
 void cpu_free(void* data, size_t nbytes);
-// Returns every cached CPU block to the system; the bytes the cache holds right now.
+// Returns every cached CPU block to the system (the high-water mark above starts again from the
+// bytes live now); the bytes the cache holds right now.
 void cpu_empty_cache();
 size_t cpu_cached_bytes();
 

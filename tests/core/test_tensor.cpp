@@ -181,6 +181,30 @@ TEST_CASE("large CPU blocks are reused from the allocator cache", "[core][storag
     CHECK(cpu_cached_bytes() == 0);
 }
 
+TEST_CASE("the CPU allocator cache stays within the live high-water mark", "[core][storage]") {
+    // Four 4 MiB blocks freed into the cache, then three 6 MiB ones (another size class): each
+    // miss gives back cached 4 MiB blocks so that live + cached bytes never exceed the most
+    // live so far (16 MiB, then 18 MiB above what was live before).
+    cpu_empty_cache();
+    const size_t base = cpu_memory_stats().allocated, mib = size_t(1) << 20;
+    {
+        std::vector<Tensor> small;
+        for (int i = 0; i < 4; ++i) small.push_back(empty({int64_t(1) << 20}));
+    }
+    CHECK(cpu_cached_bytes() == 16 * mib);
+    std::vector<Tensor> large;
+    for (size_t i = 1; i <= 3; ++i) {
+        large.push_back(empty({int64_t(3) << 19}));  // 6 MiB
+        const size_t live = cpu_memory_stats().allocated - base;
+        CHECK(live == 6 * i * mib);
+        CHECK(live + cpu_cached_bytes() <= std::max<size_t>(16 * mib, live));
+    }
+    CHECK(cpu_cached_bytes() == 0);
+    large.clear();  // now cached: 18 MiB, all within the new mark
+    CHECK(cpu_cached_bytes() == 18 * mib);
+    cpu_empty_cache();
+}
+
 TEST_CASE("the CPU allocator counts live and peak bytes", "[core][allocator]") {
     cpu_reset_peak_memory_stats();
     CpuMemoryStats before = cpu_memory_stats();
