@@ -159,7 +159,8 @@ DataLoader::~DataLoader() {
 }
 
 int64_t DataLoader::num_examples() const {
-    const int64_t n = dataset_->size(), replicas = options_.num_replicas;
+    const int64_t n = dataset_->size(), replicas = options_.num_replicas, r = options_.rank;
+    if (options_.contiguous_shards) return (r + 1) * n / replicas - r * n / replicas;
     return (n + replicas - 1) / replicas;
 }
 
@@ -178,6 +179,11 @@ std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
         std::iota(order.begin(), order.end(), int64_t(0));
     }
     if (options_.num_replicas == 1 || order.empty()) return order;
+    if (options_.contiguous_shards) {
+        const int64_t n = int64_t(order.size()), r = options_.rank;
+        auto begin = order.begin() + r * n / options_.num_replicas;
+        return std::vector<int64_t>(begin, begin + num_examples());
+    }
     // This rank's shard of the order padded by wrapping around (DistributedSampler's rule).
     std::vector<int64_t> shard(static_cast<size_t>(num_examples()));
     for (size_t i = 0; i < shard.size(); ++i) {

@@ -48,6 +48,10 @@ struct DataLoaderOptions {
     // size is a multiple of that.
     int64_t num_replicas = 1;
     int64_t rank = 0;
+    // For evaluation: rank r takes instead the r-th of num_replicas consecutive blocks of the
+    // order, without padding (their sizes differ by at most one), so that every example counts
+    // once and the blocks in rank order are the whole order.
+    bool contiguous_shards = false;
 };
 
 // A uniformly random permutation of [0, n) (Fisher-Yates on the generator's Philox stream);
@@ -78,7 +82,8 @@ class DataLoader {
     DataLoader(const DataLoader&) = delete;
     DataLoader& operator=(const DataLoader&) = delete;
 
-    // Examples per epoch of this rank: the dataset's size, or ceil(size / num_replicas).
+    // Examples per epoch of this rank: the dataset's size, or ceil(size / num_replicas), or
+    // with contiguous_shards its block's size.
     int64_t num_examples() const;
     // Batches per epoch: ceil(num_examples() / batch_size), or floor with drop_last.
     int64_t num_batches() const;

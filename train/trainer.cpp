@@ -257,7 +257,8 @@ bool Trainer::train_epoch(RunLog* log, Progress& progress) {
     return !stop && !early_stop_;
 }
 
-EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device) {
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device,
+                    dist::ProcessGroup* group) {
     Clock::time_point start = Clock::now();
     model.eval();
     NoGradGuard no_grad;
@@ -270,7 +271,16 @@ EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Devi
         meter->add(output.cpu(), *batch, loss.item<double>() * double((*batch)[0].size(0)));
         any = true;
     }
-    LUMEN_CHECK(any, "evaluate", "the evaluation data has no batch");
+    if (group && group->world_size() > 1) {
+        // A rank may have no example of a small split: the merged meter's finish() checks that
+        // the whole split had one, on every rank alike.
+        std::unique_ptr<TaskMeter> whole = task.meter();
+        for (const std::vector<double>& state : dist::all_gather_numbers(*group, meter->state()))
+            whole->merge(state);
+        meter = std::move(whole);
+    } else {
+        LUMEN_CHECK(any, "evaluate", "the evaluation data has no batch");
+    }
     EvalResult result;
     meter->finish(result);
     result.seconds = seconds_since(start);
@@ -285,7 +295,9 @@ EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device devi
 }
 
 EvalResult Trainer::evaluate(BatchSource& data) {
-    EvalResult result = train::evaluate(*model_, data, *options_.task, options_.device);
+    dist::broadcast_buffers(*options_.group, *model_);
+    EvalResult result =
+        train::evaluate(*model_, data, *options_.task, options_.device, options_.group.get());
     model_->train();
     return result;
 }

@@ -83,8 +83,8 @@ struct TrainerOptions {
     DType precision = DType::float32;
     GradScalerOptions scaler;
     // Data-parallel training over this group's ranks (null: one process). Each rank's
-    // train_data must be its shard (DataLoaderOptions::num_replicas); every rank evaluates the
-    // whole test data; only rank 0 writes the run directory and `out`.
+    // train_data must be its shard (DataLoaderOptions::num_replicas) and its test_data its
+    // block (contiguous_shards); only rank 0 writes the run directory and `out`.
     std::shared_ptr<dist::ProcessGroup> group;
 };
 
@@ -99,8 +99,12 @@ struct TrainSummary {
 
 // The loss and metrics of `task` over every batch of `data` (epoch 0's order), in eval mode
 // without gradients, predictions made by task.predict (whole, sliding window or slices); the
-// model is left in eval mode. Throws [evaluate] when the data has no batch.
-EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device);
+// model is left in eval mode. Throws [evaluate] when the data has no batch. With a `group` of
+// several ranks, `data` is this rank's block of the split (DataLoaderOptions::
+// contiguous_shards) and every rank returns the metrics of the whole split (the meters' states
+// gathered in rank order: TaskMeter::state).
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device,
+                    dist::ProcessGroup* group = nullptr);
 
 // evaluate() with the classification task: mean cross-entropy (with `label_smoothing`) and
 // accuracy.
@@ -128,7 +132,8 @@ class Trainer {
     // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
     // the summary table. Throws [nan_guard] when a step goes non-finite.
     TrainSummary fit();
-    // Loss and the task's metrics over a split, in eval mode without gradients.
+    // Loss and the task's metrics over a split, in eval mode without gradients; with several
+    // ranks, `data` is this rank's block of it (as the test data) and the result the whole's.
     EvalResult evaluate(BatchSource& data);
     const Task& task() const { return *options_.task; }
 

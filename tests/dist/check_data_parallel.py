@@ -2,8 +2,8 @@
 """Data-parallel `lumen train` under mpirun (ctest `data_parallel`, registered when MPI is built).
 
 1. Equivalence: 2 ranks with batch 8 end (after 20 steps, float32) with the weights of one
-   process with batch 16, within 1e-5 relative (per tensor: max |a - b| / max |b|); only rank 0
-   writes a run directory.
+   process with batch 16, within 1e-5 relative (per tensor: max |a - b| / max |b|), and their
+   sharded evaluation gives the same test accuracy and loss; only rank 0 writes a run directory.
 2. Resume with another number of ranks: 2 ranks stop after epoch 1 of 2, one process resumes
    with batch 16 and ends with the weights of the one-process run.
 3. Faults: a config that differs across ranks is refused at the start naming the rank; a rank
@@ -80,6 +80,12 @@ def main():
         print(f"2 ranks x batch 8 vs 1 x batch 16 after 20 steps: max relative difference "
               f"{difference:.2e}")
         assert difference <= 1e-5, difference
+        # The evaluation is sharded too (each rank a block of the test set, metrics gathered).
+        one, two = (json.load(open(os.path.join(cwd, d, "dp/summary.json"))) for d in ("one", "two"))
+        assert one["test_accuracy"] == two["test_accuracy"], (one, two)
+        assert abs(one["test_loss"] - two["test_loss"]) <= 1e-5 * abs(one["test_loss"]), (one, two)
+        print(f"test accuracy {two['test_accuracy']} and loss {two['test_loss']:.6f} "
+              f"(one process: {one['test_loss']:.6f})")
 
         run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=resume",
                                           "--set", "data.batch_size=8",

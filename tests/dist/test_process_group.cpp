@@ -90,7 +90,7 @@ TEST_CASE("GradientReducer averages gradients over the ranks, bucket by bucket",
 TEST_CASE("broadcast_module gives every rank rank 0's parameters and buffers", "[dist]") {
     struct Tiny : nn::Module {
         Tensor weight, running;
-        Tiny(double value) {
+        explicit Tiny(double value) : nn::Module("Tiny") {
             weight = register_parameter("weight", full({2, 3}, value));
             running = register_buffer("running", full({3}, -value));
         }
@@ -100,6 +100,11 @@ TEST_CASE("broadcast_module gives every rank rank 0's parameters and buffers", "
     dist::broadcast_module(g, module);
     require_close(module.weight, full({2, 3}, 1.0), 0, 0);
     require_close(module.running, full({3}, -1.0), 0, 0);
+
+    Tiny buffers_only(g.rank() + 1.0);
+    dist::broadcast_buffers(g, buffers_only);
+    require_close(buffers_only.weight, full({2, 3}, g.rank() + 1.0), 0, 0);
+    require_close(buffers_only.running, full({3}, -1.0), 0, 0);
 }
 
 TEST_CASE("check_same_config names the ranks whose config differs", "[dist]") {

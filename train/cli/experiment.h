@@ -71,7 +71,8 @@ struct DataSplits {
     std::shared_ptr<const datasets::Vocabulary> vocabulary;
 };
 // Data-parallel training: rank `rank` of `world_size` trains on its shard of the training
-// data (DataLoaderOptions::num_replicas); every rank gets all of the test data.
+// data (DataLoaderOptions::num_replicas) and evaluates its block of the test data
+// (contiguous_shards; train::evaluate gathers the metrics).
 struct DataShard {
     int64_t rank = 0, world_size = 1;
 };

@@ -85,7 +85,7 @@ std::vector<datasets::TransformPtr> random_transforms(const nn::Options& config)
     return list;
 }
 
-// `shard`: this rank's part of the training data (evaluation data is never sharded).
+// `shard`: this rank's part of the data (DataShard).
 std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split split, bool train,
                                                 DataShard shard = {}) {
     datasets::DataLoaderOptions o{
@@ -93,8 +93,9 @@ std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split
         .shuffle = train,
         .seed = uint64_t(config.get_int("seed")),
         .num_workers = config.get_int("data.num_workers"),
-        .num_replicas = train ? shard.world_size : 1,
-        .rank = train ? shard.rank : 0};
+        .num_replicas = shard.world_size,
+        .rank = shard.rank,
+        .contiguous_shards = !train};
     std::vector<datasets::TransformPtr> transforms;
     if (train) transforms = random_transforms(config);
     const bool normalize = config.get_bool("data.normalize");
@@ -150,8 +151,9 @@ std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
                                   .shuffle = train,
                                   .seed = uint64_t(config.get_int("seed")),
                                   .num_workers = config.get_int("data.num_workers"),
-                                  .num_replicas = train ? shard.world_size : 1,
-                                  .rank = train ? shard.rank : 0};
+                                  .num_replicas = shard.world_size,
+                                  .rank = shard.rank,
+                                  .contiguous_shards = !train};
     if (layout.layout == "text_csv") o.collate = datasets::Collate::pad;
     if (train) {
         std::vector<datasets::TransformPtr> transforms = random_transforms(config);
@@ -217,7 +219,7 @@ DataSplits build_data(const nn::Options& config, const std::string& run_dir, Dat
         DataSplits splits;
         splits.shape = layout_shape(config, layout, test);
         splits.train = layout_source(config, layout, "train", true, shard);
-        splits.test = layout_source(config, layout, test, false);
+        splits.test = layout_source(config, layout, test, false, shard);
         splits.train_examples = splits.train->num_examples();
         splits.test_examples = splits.test->num_examples();
         splits.test_cases = layout.split(test).cases;
@@ -230,7 +232,7 @@ DataSplits build_data(const nn::Options& config, const std::string& run_dir, Dat
     splits.train_examples = train.labels.numel();
     splits.test_examples = test.labels.numel();
     splits.train = make_source(config, train, true, shard);
-    splits.test = make_source(config, test, false);
+    splits.test = make_source(config, test, false, shard);
     return splits;
 }
 

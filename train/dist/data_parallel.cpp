@@ -2,6 +2,7 @@
 // and the bucketed gradient average.
 #include "train/dist/data_parallel.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/autograd.h"
@@ -10,21 +11,55 @@
 
 namespace lumen::train::dist {
 
-void broadcast_module(ProcessGroup& group, nn::Module& module, int root) {
-    if (group.world_size() == 1) return;
+namespace {
+
+// Every tensor from rank `root`, in place.
+void broadcast_all(ProcessGroup& group, const std::vector<nn::NamedTensor>& tensors, int root) {
     NoGradGuard no_grad;
-    std::vector<nn::NamedTensor> tensors = module.named_parameters();
-    for (nn::NamedTensor& buffer : module.named_buffers()) tensors.push_back(buffer);
-    for (auto& [name, tensor] : tensors) {
+    for (const auto& [name, tensor] : tensors) {
         if (tensor.is_contiguous()) {
             Tensor alias = tensor.detach();
             group.broadcast(alias, root);
         } else {
             Tensor copy = tensor.contiguous();
             group.broadcast(copy, root);
-            tensor.copy_(copy);
+            Tensor target = tensor;
+            target.copy_(copy);
         }
     }
+}
+
+}  // namespace
+
+void broadcast_module(ProcessGroup& group, nn::Module& module, int root) {
+    if (group.world_size() == 1) return;
+    std::vector<nn::NamedTensor> tensors = module.named_parameters();
+    for (nn::NamedTensor& buffer : module.named_buffers()) tensors.push_back(buffer);
+    broadcast_all(group, tensors, root);
+}
+
+void broadcast_buffers(ProcessGroup& group, nn::Module& module, int root) {
+    if (group.world_size() == 1) return;
+    broadcast_all(group, module.named_buffers(), root);
+}
+
+std::vector<std::vector<double>> all_gather_numbers(ProcessGroup& group,
+                                                    const std::vector<double>& numbers) {
+    if (group.world_size() == 1) return {numbers};
+    // The lengths first, then every rank's numbers padded to the longest.
+    std::vector<int64_t> lengths =
+        group.all_gather(from_vector<int64_t>({int64_t(numbers.size())})).to_vector<int64_t>();
+    const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+    std::vector<std::vector<double>> out(lengths.size());
+    if (longest == 0) return out;
+    std::vector<double> padded = numbers;
+    padded.resize(size_t(longest), 0.0);
+    std::vector<double> all = group.all_gather(from_vector(padded, {longest})).to_vector<double>();
+    for (size_t r = 0; r < out.size(); ++r) {
+        auto begin = all.begin() + int64_t(r) * longest;
+        out[r].assign(begin, begin + lengths[r]);
+    }
+    return out;
 }
 
 std::string broadcast_string(ProcessGroup& group, const std::string& text, int root) {

@@ -20,6 +20,14 @@ namespace lumen::train::dist {
 // same structure; a mismatch in shape or dtype across ranks is a collective mismatch (MPI
 // reports it or hangs), so check the config first (check_same_config).
 void broadcast_module(ProcessGroup& group, nn::Module& module, int root = 0);
+// The buffers only (batch norm's running statistics, which each rank updates from its own
+// shard): the trainer calls it before evaluating, so that every rank evaluates rank 0's model
+// and takes the same decisions from the metrics (best checkpoint, early stopping).
+void broadcast_buffers(ProcessGroup& group, nn::Module& module, int root = 0);
+
+// Every rank's numbers (any length on each), in rank order, on every rank.
+std::vector<std::vector<double>> all_gather_numbers(ProcessGroup& group,
+                                                    const std::vector<double>& numbers);
 
 // Rank `root`'s text on every rank.
 std::string broadcast_string(ProcessGroup& group, const std::string& text, int root = 0);
