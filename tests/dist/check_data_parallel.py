@@ -7,17 +7,20 @@
 2. Resume with another number of ranks: 2 ranks stop after epoch 1 of 2, one process resumes
    with batch 16 and ends with the weights of the one-process run.
 3. Faults: a config that differs across ranks is refused at the start naming the rank; a rank
-   that fails (a config file it cannot read) and a rank killed by SIGKILL end the job within
-   a timeout instead of leaving the others waiting.
+   that fails (a config file it cannot read), a rank killed by SIGKILL and a rank stopped by
+   SIGSTOP (the others give up after LUMEN_DIST_TIMEOUT) end the job within a timeout instead
+   of leaving the others waiting.
 Runs in a temporary folder; exits non-zero on the first failure.
 
 usage: check_data_parallel.py LUMEN_BINARY MPIRUN
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -63,6 +66,39 @@ def max_relative_difference(path_a, path_b):
     return worst
 
 
+def children(pid):
+    """The processes whose parent is `pid` (mpirun's ranks on this machine)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid):
+            found.append(int(entry))
+    return found
+
+
+def check_stopped_rank(mpi, train, cwd):
+    """A rank stopped (alive, never answering): the other must give up after the timeout."""
+    cmd = mpi + ["-x", "LUMEN_DIST_TIMEOUT=3", "-np", "2"] + train + [
+        "--set", "output.runs_dir=stopped", "--set", "train.epochs=1000"]
+    process = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    time.sleep(2)
+    ranks = children(process.pid)
+    assert len(ranks) == 2 and process.poll() is None, (ranks, process.poll())
+    os.kill(ranks[-1], signal.SIGSTOP)
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        for rank in ranks:
+            os.kill(rank, signal.SIGKILL)
+        sys.exit("FAIL: a stopped rank left the job hanging")
+    assert process.returncode != 0 and "did not complete within 3 s" in output, output[-2000:]
+
+
 def main():
     lumen, mpirun = os.path.abspath(sys.argv[1]), sys.argv[2]
     mpi = [mpirun, "--allow-run-as-root", "--oversubscribe"]
@@ -106,7 +142,8 @@ def main():
         # Rank 0 killed while writing its second metrics record; rank 1 must not wait forever.
         killed = ["-np", "1", "-x", "LUMEN_FAULT_INJECT=run_log.mid_record@2:kill"] + rank[2:]
         run(mpi + killed + [":"] + rank, cwd, False)
-        print("mismatched configs, a failing rank and a killed rank end the job")
+        check_stopped_rank(mpi, train, cwd)
+        print("mismatched configs, a failing, a killed and a stopped rank end the job")
     print("data parallel: passed")
 
 
