@@ -148,26 +148,49 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
                 options_.num_workers);
     LUMEN_CHECK(options_.prefetch_factor >= 1, "DataLoader", "prefetch_factor must be >= 1, got ",
                 options_.prefetch_factor);
+    LUMEN_CHECK(
+        options_.num_replicas >= 1 && options_.rank >= 0 && options_.rank < options_.num_replicas,
+        "DataLoader", "rank must be in 0..num_replicas-1 with num_replicas >= 1, got rank ",
+        options_.rank, " of ", options_.num_replicas);
 }
 
 DataLoader::~DataLoader() {
     if (run_) stop(*run_);
 }
 
+int64_t DataLoader::num_examples() const {
+    const int64_t n = dataset_->size(), replicas = options_.num_replicas, r = options_.rank;
+    if (options_.contiguous_shards) return (r + 1) * n / replicas - r * n / replicas;
+    return (n + replicas - 1) / replicas;
+}
+
 int64_t DataLoader::num_batches() const {
-    int64_t n = dataset_->size(), b = options_.batch_size;
+    int64_t n = num_examples(), b = options_.batch_size;
     return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
+    std::vector<int64_t> order(size_t(dataset_->size()));
     if (options_.shuffle) {
         Generator generator(
             derive_seed(derive_seed(options_.seed, uint64_t(epoch)), kShuffleStream));
-        return random_permutation(dataset_->size(), generator);
+        order = random_permutation(dataset_->size(), generator);
+    } else {
+        std::iota(order.begin(), order.end(), int64_t(0));
     }
-    std::vector<int64_t> order(size_t(dataset_->size()));
-    std::iota(order.begin(), order.end(), int64_t(0));
-    return order;
+    if (options_.num_replicas == 1 || order.empty()) return order;
+    if (options_.contiguous_shards) {
+        const int64_t n = int64_t(order.size()), r = options_.rank;
+        auto begin = order.begin() + r * n / options_.num_replicas;
+        return std::vector<int64_t>(begin, begin + num_examples());
+    }
+    // This rank's shard of the order padded by wrapping around (DistributedSampler's rule).
+    std::vector<int64_t> shard(static_cast<size_t>(num_examples()));
+    for (size_t i = 0; i < shard.size(); ++i) {
+        const int64_t position = int64_t(i) * options_.num_replicas + options_.rank;
+        shard[i] = order[size_t(position) % order.size()];
+    }
+    return shard;
 }
 
 uint64_t DataLoader::sample_seed(int64_t epoch, int64_t index) const {

@@ -39,6 +39,19 @@ struct DataLoaderOptions {
     SampleTransformPtr sample_transform;
     Collate collate = Collate::stack;
     double pad_value = 0.0;  // Collate::pad: the value of padded positions
+    // Data-parallel training (torch.utils.data.DistributedSampler): each of `num_replicas`
+    // processes takes a disjoint shard of the epoch's order (the same permutation everywhere,
+    // from `seed`). The order is padded by wrapping around to a multiple of num_replicas
+    // (its first examples repeated), then process `rank` takes positions rank, rank +
+    // num_replicas, ...: ceil(size / num_replicas) examples each. Batch k of the N shards
+    // together is then batch k of one process with batch_size N * batch_size, when
+    // size is a multiple of that.
+    int64_t num_replicas = 1;
+    int64_t rank = 0;
+    // For evaluation: rank r takes instead the r-th of num_replicas consecutive blocks of the
+    // order, without padding (their sizes differ by at most one), so that every example counts
+    // once and the blocks in rank order are the whole order.
+    bool contiguous_shards = false;
 };
 
 // A uniformly random permutation of [0, n) (Fisher-Yates on the generator's Philox stream);
@@ -60,20 +73,24 @@ Batch collate_padded(const std::vector<Example>& examples, double pad_value = 0.
 
 class DataLoader {
   public:
-    // Throws [DataLoader] for a null dataset, batch_size < 1, num_workers < 0 or
-    // prefetch_factor < 1. The dataset (and transform) must allow concurrent calls.
+    // Throws [DataLoader] for a null dataset, batch_size < 1, num_workers < 0,
+    // prefetch_factor < 1, num_replicas < 1 or a rank outside 0..num_replicas-1. The dataset
+    // (and transform) must allow concurrent calls.
     explicit DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
     // Stops the workers of an unfinished epoch and waits for them.
     ~DataLoader();
     DataLoader(const DataLoader&) = delete;
     DataLoader& operator=(const DataLoader&) = delete;
 
-    // Batches per epoch: ceil(size / batch_size), or floor with drop_last.
+    // Examples per epoch of this rank: the dataset's size, or ceil(size / num_replicas), or
+    // with contiguous_shards its block's size.
+    int64_t num_examples() const;
+    // Batches per epoch: ceil(num_examples() / batch_size), or floor with drop_last.
     int64_t num_batches() const;
     const DataLoaderOptions& options() const { return options_; }
     const Dataset& dataset() const { return *dataset_; }
 
-    // The dataset indices of epoch `epoch` in the order they are batched.
+    // The dataset indices of epoch `epoch` in the order they are batched (this rank's shard).
     std::vector<int64_t> epoch_order(int64_t epoch) const;
     // The seed of the transform's generator for dataset example `index` in epoch `epoch`.
     uint64_t sample_seed(int64_t epoch, int64_t index) const;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that lumen needs (tools, libraries, the Fashion-MNIST data),
 # only those missing, so a second run does nothing. `--test` adds what the tests compare the
-# readers against (NumPy, nibabel, Pillow; never used by lumen itself); `--bench` adds what
+# readers against (NumPy, nibabel, Pillow; never used by lumen itself) and OpenMPI, which the
+# data-parallel tests launch with mpirun (lumen builds without it); `--bench` adds what
 # bench/ compares against (PyTorch, NumPy, OpenBLAS). CUDA is not a Debian package: install it
 # at /usr/local/cuda. Usage: bash scripts/setup.sh [--test] [--bench]
 set -euo pipefail
@@ -10,7 +11,7 @@ build_packages=(build-essential cmake ccache pkg-config libeigen3-dev nlohmann-j
                 libstb-dev zlib1g-dev)
 # The data the main job and the tests train on (/usr/share/datasets/fashion-mnist).
 data_packages=(dataset-fashion-mnist)
-test_packages=(python3 python3-numpy python3-nibabel python3-pil)
+test_packages=(python3 python3-numpy python3-nibabel python3-pil openmpi-bin libopenmpi-dev)
 bench_packages=(python3-torch python3-numpy libopenblas0-pthread)
 
 wanted=("${build_packages[@]}" "${data_packages[@]}")
@@ -18,7 +19,7 @@ for arg in "$@"; do
     case "$arg" in
         --test) wanted+=("${test_packages[@]}") ;;
         --bench) wanted+=("${bench_packages[@]}") ;;
-        -h | --help) sed -n '2,6p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,7p' "$0"; exit 0 ;;
         *) echo "setup.sh: unknown argument '$arg' (expected --test or --bench)" >&2; exit 2 ;;
     esac
 done

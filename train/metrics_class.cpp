@@ -159,7 +159,12 @@ ClassificationMeter::ClassificationMeter(int64_t num_classes) : num_classes_(num
 void ClassificationMeter::add(const Tensor& logits, const Tensor& labels, double loss_sum) {
     LUMEN_CHECK(logits.ndim() == 2 && logits.size(1) == num_classes_, "ClassificationMeter",
                 "expects logits (N, ", num_classes_, "), got ", logits.shape());
-    Tensor batch = confusion_matrix(argmax(logits.detach(), 1), labels, num_classes_);
+    add_predictions(argmax(logits.detach(), 1), labels, loss_sum);
+}
+
+void ClassificationMeter::add_predictions(const Tensor& predicted, const Tensor& labels,
+                                          double loss_sum) {
+    Tensor batch = confusion_matrix(predicted, labels, num_classes_);
     std::vector<int64_t> counts = batch.to_vector<int64_t>();
     for (size_t i = 0; i < counts.size(); ++i) counts_[i] += counts[i];
     for (int64_t c = 0; c < num_classes_; ++c) correct_ += counts[size_t(c * num_classes_ + c)];

@@ -50,6 +50,8 @@ class ClassificationMeter {
     explicit ClassificationMeter(int64_t num_classes);
     // loss_sum: the batch's summed (not averaged) loss. Throws as confusion_matrix.
     void add(const Tensor& logits, const Tensor& labels, double loss_sum);
+    // The same with the predicted classes (N) int64 instead of the logits.
+    void add_predictions(const Tensor& predicted, const Tensor& labels, double loss_sum);
     int64_t count() const { return count_; }
     int64_t correct() const { return correct_; }
     // accuracy() and loss() throw [ClassificationMeter] when nothing was added.

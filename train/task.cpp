@@ -144,6 +144,24 @@ Tensor LossSum::outputs(const std::vector<Tensor>& outputs, const Tensor& target
     return total.defined() ? total : mul(sum(outputs[0]), 0.0);
 }
 
+std::vector<double> rows_state(double loss_sum, int64_t width,
+                               const std::vector<std::vector<double>>& rows) {
+    std::vector<double> out{loss_sum, double(width)};
+    for (const std::vector<double>& row : rows) out.insert(out.end(), row.begin(), row.end());
+    return out;
+}
+
+void merge_rows_state(const std::vector<double>& state, int64_t width, double& loss_sum,
+                      std::vector<std::vector<double>>& rows) {
+    LUMEN_CHECK(
+        state.size() >= 2 && int64_t(state[1]) == width && (state.size() - 2) % size_t(width) == 0,
+        "evaluate", "cannot merge a state of ", state.size(), " numbers (rows of ",
+        state.size() >= 2 ? state[1] : 0.0, ") into a meter with rows of ", width);
+    loss_sum += state[0];
+    for (size_t at = 2; at < state.size(); at += size_t(width))
+        rows.emplace_back(state.begin() + int64_t(at), state.begin() + int64_t(at) + width);
+}
+
 // ---- classification ----
 
 namespace {
@@ -162,6 +180,9 @@ class ClassificationTaskMeter : public TaskMeter {
             meter_ = std::make_unique<ClassificationMeter>(classes_);
         }
         meter_->add(output, labels, loss_sum);
+        loss_sum_ += loss_sum;
+        std::vector<int64_t> predicted = argmax(output, 1).to_vector<int64_t>();
+        predicted_.insert(predicted_.end(), predicted.begin(), predicted.end());
         Tensor p = softmax(output.to(DType::float64), 1).contiguous();
         const double* pp = p.data_ptr<double>();
         const int64_t* lp = labels.data_ptr<int64_t>();
@@ -172,6 +193,44 @@ class ClassificationTaskMeter : public TaskMeter {
         if (options_.top_k > 0 && options_.top_k <= classes_)
             top_k_correct_ +=
                 top_k_accuracy(output, labels, options_.top_k) * double(labels.size(0));
+    }
+
+    // {classes, loss_sum, top_k_correct, then per case: label, predicted, K probabilities}.
+    std::vector<double> state() const override {
+        std::vector<double> out{double(classes_), loss_sum_, top_k_correct_};
+        for (size_t i = 0; i < labels_.size(); ++i) {
+            out.push_back(double(labels_[i]));
+            out.push_back(double(predicted_[i]));
+            const double* p = probabilities_.data() + i * size_t(classes_);
+            out.insert(out.end(), p, p + classes_);
+        }
+        return out;
+    }
+
+    void merge(const std::vector<double>& state) override {
+        if (state.empty() || state[0] == 0) return;  // a rank that evaluated nothing
+        const int64_t classes = int64_t(state[0]), width = classes + 2;
+        LUMEN_CHECK(classes > 0 && (!meter_ || classes == classes_) &&
+                        (state.size() - 3) % size_t(width) == 0,
+                    "evaluate", "cannot merge a classification state of ", classes, " classes and ",
+                    state.size(), " numbers into one of ", classes_, " classes");
+        if (!meter_) {
+            classes_ = classes;
+            meter_ = std::make_unique<ClassificationMeter>(classes_);
+        }
+        std::vector<int64_t> labels, predicted;
+        for (size_t at = 3; at < state.size(); at += size_t(width)) {
+            labels.push_back(int64_t(state[at]));
+            predicted.push_back(int64_t(state[at + 1]));
+            probabilities_.insert(probabilities_.end(), state.begin() + int64_t(at) + 2,
+                                  state.begin() + int64_t(at) + width);
+        }
+        const int64_t n = int64_t(labels.size());
+        meter_->add_predictions(from_vector(predicted, {n}), from_vector(labels, {n}), state[1]);
+        labels_.insert(labels_.end(), labels.begin(), labels.end());
+        predicted_.insert(predicted_.end(), predicted.begin(), predicted.end());
+        loss_sum_ += state[1];
+        top_k_correct_ += state[2];
     }
 
     void finish(EvalResult& r) const override {
@@ -238,9 +297,9 @@ class ClassificationTaskMeter : public TaskMeter {
     TaskOptions options_;
     int64_t classes_ = 0;
     std::unique_ptr<ClassificationMeter> meter_;
-    std::vector<int64_t> labels_;
+    std::vector<int64_t> labels_, predicted_;
     std::vector<double> probabilities_;
-    double top_k_correct_ = 0;
+    double top_k_correct_ = 0, loss_sum_ = 0;
 };
 
 class ClassificationTask : public Task {

@@ -44,7 +44,21 @@ class TaskMeter {
     virtual ~TaskMeter() = default;
     virtual void add(const Tensor& output, const std::vector<Tensor>& batch, double loss_sum) = 0;
     virtual void finish(EvalResult& result) const = 0;
+    // Sharded evaluation (data-parallel, train/dist): state() is what the meter has added up
+    // (sums and per-case rows) as numbers; merge() appends such a state after this meter's
+    // cases. A fresh meter that merges every rank's state in rank order finishes as one that
+    // saw the whole split, since the ranks evaluate consecutive blocks of it. Throws
+    // [evaluate] for a state of another task or number of classes.
+    virtual std::vector<double> state() const = 0;
+    virtual void merge(const std::vector<double>& state) = 0;
 };
+
+// The state of a meter that keeps a loss sum and one row of `width` numbers per case:
+// {loss_sum, width, rows...}; and its merge into such a meter (TaskMeter::state, merge).
+std::vector<double> rows_state(double loss_sum, int64_t width,
+                               const std::vector<std::vector<double>>& rows);
+void merge_rows_state(const std::vector<double>& state, int64_t width, double& loss_sum,
+                      std::vector<std::vector<double>>& rows);
 
 // How evaluation runs the model on an input the model cannot take whole (a volume larger than
 // its window, or a 3-D volume for a 2-D model).

@@ -56,6 +56,11 @@ class EnhancementMeter : public TaskMeter {
         r.case_rows = cases_;
     }
 
+    std::vector<double> state() const override { return rows_state(loss_sum_, 3, cases_); }
+    void merge(const std::vector<double>& state) override {
+        merge_rows_state(state, 3, loss_sum_, cases_);
+    }
+
   private:
     TaskOptions options_;
     double loss_sum_ = 0;

@@ -83,6 +83,14 @@ class SegmentationMeter : public TaskMeter {
         r.case_rows = cases_;
     }
 
+    // Rows of dice, IoU and HD95 per foreground class (score_case).
+    std::vector<double> state() const override {
+        return rows_state(loss_sum_, 3 * (options_.num_classes - 1), cases_);
+    }
+    void merge(const std::vector<double>& state) override {
+        merge_rows_state(state, 3 * (options_.num_classes - 1), loss_sum_, cases_);
+    }
+
   private:
     std::string class_name(int64_t c) const {
         return c < int64_t(options_.class_names.size()) ? options_.class_names[size_t(c)]

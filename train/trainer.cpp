@@ -1,6 +1,7 @@
 // The training loop. A step is: forward, the task's loss (divided by `accumulate`), backward on
 // each micro-batch; on the last one clip, guard, optimizer step, zero_grad. The schedule is set
-// before the first micro-batch of each update (per step) or at the start of the epoch.
+// before the first micro-batch of each update (per step) or at the start of the epoch. With
+// several ranks, the gradients are averaged over them before clipping and the step.
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -75,6 +76,9 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
         classify.loss.label_smoothing = o.label_smoothing;
         options_.task = make_task(classify);
     }
+    if (!options_.group) options_.group = dist::single_process_group();
+    if (options_.group->world_size() > 1)
+        reducer_ = std::make_unique<dist::GradientReducer>(options_.group, model_->parameters());
 }
 
 namespace {
@@ -95,6 +99,16 @@ double extra_number(const std::string& path, const nlohmann::json& extra, const 
 
 void Trainer::resume(const std::string& checkpoint_path) {
     CheckpointState state = load_checkpoint(checkpoint_path, *model_, optimizer_.get());
+    // state_from_json checked that extra is a JSON object.
+    nlohmann::json extra = nlohmann::json::parse(state.extra_json);
+    // A batch number means a different place in the epoch for another number of ranks.
+    const int64_t ranks =
+        std::max<int64_t>(1, int64_t(extra_number(checkpoint_path, extra, "world_size")));
+    LUMEN_CHECK(state.batch_in_epoch == 0 || ranks == options_.group->world_size(), "checkpoint",
+                checkpoint_path, ": it stopped inside an epoch (after batch ", state.batch_in_epoch,
+                ") of a run with ", ranks, " rank(s), and this run has ",
+                options_.group->world_size(), "; resume it with ", ranks,
+                " rank(s), or from a checkpoint taken at the end of an epoch");
     const int64_t batches = train_data_->num_batches();
     LUMEN_CHECK(state.batch_in_epoch < batches, "checkpoint", checkpoint_path,
                 ": the checkpoint stopped after batch ", state.batch_in_epoch,
@@ -103,8 +117,6 @@ void Trainer::resume(const std::string& checkpoint_path) {
     epoch_ = state.epoch;
     step_ = state.step;
     batch_in_epoch_ = state.batch_in_epoch;
-    // state_from_json checked that extra is a JSON object.
-    nlohmann::json extra = nlohmann::json::parse(state.extra_json);
     train_seconds_ = extra_number(checkpoint_path, extra, "train_seconds");
     images_trained_ = int64_t(extra_number(checkpoint_path, extra, "images"));
     // The totals of the epoch the checkpoint interrupted, so that its record covers the
@@ -141,16 +153,22 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
                                           : std::vector<Tensor>{model_->forward(x)};
         loss = task.loss(outputs, y);
     }
-    const double value = loss.item<double>();
+    const double local_loss = loss.item<double>();
     if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
     (scaler_ ? scaler_->scale(loss) : loss).backward();
+    int64_t correct = 0, examples = x.size(0);
     if (task.counts_correct()) {
         NoGradGuard no_grad;
-        epoch_correct_ += sum(eq(argmax(outputs[0], 1), class_target(y))).item<int64_t>();
+        correct = sum(eq(argmax(outputs[0], 1), class_target(y))).item<int64_t>();
     }
-    const int64_t examples = x.size(0);
+    const double value = reduce_batch_stats(local_loss, examples, correct);
+    epoch_correct_ += correct;
     epoch_loss_sum_ += value * double(examples);
     epoch_seen_ += examples;
+    images_trained_ += examples;
+    // Before unscaling and clipping, so that every rank sees the same gradients and takes the
+    // same decisions (overflow skip, clip factor, NaN guard).
+    if (last_micro && reducer_) reducer_->average();
     if (last_micro && scaler_ && !scaler_->unscale_(*optimizer_)) {
         // float16 gradients overflowed at this loss scale: no update, a smaller scale.
         skipped_update_ = true;
@@ -170,7 +188,20 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
     return value;
 }
 
-bool Trainer::train_epoch(RunLog& log, Progress& progress) {
+// The batch's mean loss and its example and correct counts over all ranks (this rank's own
+// with one), so that the epoch totals, the logs and the NaN guard agree on every rank.
+double Trainer::reduce_batch_stats(double loss, int64_t& examples, int64_t& correct) {
+    if (options_.group->world_size() == 1) return loss;
+    Tensor stats =
+        from_vector<double>({loss * double(examples), double(examples), double(correct)});
+    options_.group->all_reduce(stats);
+    const std::vector<double> total = stats.to_vector<double>();
+    examples = int64_t(total[1]);
+    correct = int64_t(total[2]);
+    return total[0] / total[1];
+}
+
+bool Trainer::train_epoch(RunLog* log, Progress& progress) {
     if (options_.interval == ScheduleInterval::epoch) schedule_->apply(*optimizer_, epoch_);
     model_->train();
     train_data_->start_epoch(epoch_, batch_in_epoch_);  // > 0: the rest of a resumed epoch
@@ -188,7 +219,6 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
                     batches, " batches");
         const bool last = micro + 1 == k || b + 1 == batches;
         double loss = train_batch(*batch, micro == 0, last);
-        images_trained_ += (*batch)[0].size(0);
         micro = last ? 0 : micro + 1;
         if (!last) continue;
         ++step_;
@@ -204,11 +234,11 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
         batch_in_epoch_ = b + 1;
         const double lr = optimizer_->param_groups()[0].lr;
         progress.step(loss, lr);
-        if (step_ % options_.log_every == 0)
-            log.append({"step",
-                        double(epoch_) + double(b + 1) / double(batches),
-                        step_,
-                        {{"loss", loss}, {"lr", lr}}});
+        if (log && step_ % options_.log_every == 0)
+            log->append({"step",
+                         double(epoch_) + double(b + 1) / double(batches),
+                         step_,
+                         {{"loss", loss}, {"lr", lr}}});
         const bool more = b + 1 < batches;
         const bool stop = options_.max_steps > 0 && step_ >= options_.max_steps;
         if (more && (stop || (options_.checkpoint_every_steps > 0 &&
@@ -227,7 +257,8 @@ bool Trainer::train_epoch(RunLog& log, Progress& progress) {
     return !stop && !early_stop_;
 }
 
-EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device) {
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device,
+                    dist::ProcessGroup* group) {
     Clock::time_point start = Clock::now();
     model.eval();
     NoGradGuard no_grad;
@@ -240,7 +271,16 @@ EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Devi
         meter->add(output.cpu(), *batch, loss.item<double>() * double((*batch)[0].size(0)));
         any = true;
     }
-    LUMEN_CHECK(any, "evaluate", "the evaluation data has no batch");
+    if (group && group->world_size() > 1) {
+        // A rank may have no example of a small split: the merged meter's finish() checks that
+        // the whole split had one, on every rank alike.
+        std::unique_ptr<TaskMeter> whole = task.meter();
+        for (const std::vector<double>& state : dist::all_gather_numbers(*group, meter->state()))
+            whole->merge(state);
+        meter = std::move(whole);
+    } else {
+        LUMEN_CHECK(any, "evaluate", "the evaluation data has no batch");
+    }
     EvalResult result;
     meter->finish(result);
     result.seconds = seconds_since(start);
@@ -255,12 +295,15 @@ EvalResult evaluate_classifier(nn::Module& model, BatchSource& data, Device devi
 }
 
 EvalResult Trainer::evaluate(BatchSource& data) {
-    EvalResult result = train::evaluate(*model_, data, *options_.task, options_.device);
+    dist::broadcast_buffers(*options_.group, *model_);
+    EvalResult result =
+        train::evaluate(*model_, data, *options_.task, options_.device, options_.group.get());
     model_->train();
     return result;
 }
 
 void Trainer::save_checkpoint_now(std::optional<double> metric) {
+    if (!writes_files()) return;
     nlohmann::json extra{{"train_seconds", train_seconds_},   {"images", images_trained_},
                          {"epoch_loss_sum", epoch_loss_sum_}, {"epoch_seen", epoch_seen_},
                          {"epoch_correct", epoch_correct_},   {"early_stale", early_stale_}};
@@ -270,6 +313,7 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
         extra["loss_scale_tracker"] = scaler_->growth_tracker();
         extra["skipped_updates"] = skipped_updates_;
     }
+    if (options_.group->world_size() > 1) extra["world_size"] = options_.group->world_size();
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
                           .batch_in_epoch = batch_in_epoch_,
@@ -279,7 +323,7 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
     checkpoints_->save(*model_, *optimizer_, state, metric);
 }
 
-void Trainer::end_epoch(RunLog& log, Progress& progress, bool evaluate_now) {
+void Trainer::end_epoch(RunLog* log, Progress& progress, bool evaluate_now) {
     MetricRecord record{"epoch", double(epoch_), step_, {}};
     const Task& task = *options_.task;
     const double train_loss = epoch_seen_ ? epoch_loss_sum_ / double(epoch_seen_) : NAN;
@@ -308,8 +352,10 @@ void Trainer::end_epoch(RunLog& log, Progress& progress, bool evaluate_now) {
                       format_duration(last_eval_->seconds).c_str());
         summary += line;
     }
-    log.append(record);
-    log.write_plot(options_.title, task.primary_metric());
+    if (log) {
+        log->append(record);
+        log->write_plot(options_.title, task.primary_metric());
+    }
     progress.end_epoch(summary);
     if (evaluate_now && options_.early_stopping > 0) update_early_stopping(record, progress);
     const bool stop = (options_.max_steps > 0 && step_ >= options_.max_steps) || early_stop_;
@@ -343,13 +389,19 @@ void Trainer::update_early_stopping(const MetricRecord& record, Progress& progre
 
 TrainSummary Trainer::fit() {
     Clock::time_point start = Clock::now();
-    RunLog log(options_.run_dir, resumed_ ? step_ : -1);
-    log.write_config(options_.config_json);
-    checkpoints_ =
-        std::make_unique<CheckpointManager>(options_.run_dir + "/checkpoints", options_.checkpoint);
+    // Every rank starts from rank 0's weights (resumed ranks read the same checkpoint anyway).
+    dist::broadcast_module(*options_.group, *model_);
+    std::unique_ptr<RunLog> log;
+    std::vector<std::string> repairs;
+    if (writes_files()) {
+        log = std::make_unique<RunLog>(options_.run_dir, resumed_ ? step_ : -1);
+        log->write_config(options_.config_json);
+        checkpoints_ = std::make_unique<CheckpointManager>(options_.run_dir + "/checkpoints",
+                                                           options_.checkpoint);
+        repairs = log->warnings();
+    }
     Progress progress(out_, options_.progress, options_.log_every);
-    std::vector<std::string> repairs = log.warnings();
-    if (resume_state_) {
+    if (resume_state_ && checkpoints_) {
         std::vector<std::string> more = checkpoints_->resume_from(*resume_state_);
         repairs.insert(repairs.end(), more.begin(), more.end());
     }
@@ -364,10 +416,13 @@ TrainSummary Trainer::fit() {
         head << ", " << options_.precision << " GEMMs" << (scaler_ ? " with loss scaling" : "")
              << (options_.device.is_cuda() ? ""
                                            : " (emulated on the CPU: for numerics, not speed)");
+    if (options_.group->world_size() > 1)
+        head << ", " << options_.group->world_size() << " ranks (" << options_.group->backend()
+             << ")";
     if (resumed_) head << ", from epoch " << epoch_ << " step " << step_;
     progress.message(head.str());
     while (epoch_ < options_.epochs)
-        if (!train_epoch(log, progress)) break;
+        if (!train_epoch(log.get(), progress)) break;
     finish_profile();  // a run shorter than the profiled steps
     TrainSummary summary;
     finish(summary);
@@ -381,10 +436,11 @@ TrainSummary Trainer::fit() {
                                           {"images_per_second", summary.images_per_second},
                                           {"parameters", double(model_->num_parameters())}};
     for (const auto& [name, value] : summary.test_metrics) numbers["test_" + name] = value;
-    log.write_summary(numbers, {{"device", summary.device},
-                                {"run_dir", summary.run_dir},
-                                {"model", options_.title},
-                                {"task", options_.task->kind()}});
+    if (log)
+        log->write_summary(numbers, {{"device", summary.device},
+                                     {"run_dir", summary.run_dir},
+                                     {"model", options_.title},
+                                     {"task", options_.task->kind()}});
     print_summary_table(summary);
     return summary;
 }
@@ -404,6 +460,10 @@ void Trainer::finish_profile() {
     if (!profiler_) return;
     profiler_->stop();
     profiled_ = true;
+    if (!writes_files()) {
+        profiler_.reset();
+        return;
+    }
     std::ostringstream table;
     profiler_->print_table(table);
     const std::string text = options_.run_dir + "/profile.txt";
@@ -422,7 +482,7 @@ void Trainer::finish(TrainSummary& summary) {
         last_eval_ = evaluate(*test_data_);
         last_eval_step_ = step_;
     }
-    nn::save_state_dict(*model_, options_.run_dir + "/model.safetensors");
+    if (writes_files()) nn::save_state_dict(*model_, options_.run_dir + "/model.safetensors");
     summary.test_accuracy = last_eval_->accuracy;
     summary.test_metrics = last_eval_->metrics;
     summary.test_loss = last_eval_->loss;

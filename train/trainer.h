@@ -3,7 +3,9 @@
 // optimizer, an LR schedule applied per step or per epoch, gradient accumulation and clipping,
 // the NaN/inf guard, evaluation, checkpoints (resume ends bit-identical on CPU for the same seed
 // and thread count), progress output and the run directory files (train/run_log.h). Data comes
-// through BatchSource, so the trainer does not depend on how batches are made.
+// through BatchSource, so the trainer does not depend on how batches are made. Data-parallel
+// (TrainerOptions::group): rank 0's weights at the start, gradients averaged after backward,
+// loss and counts summed over the ranks, files written by rank 0 only (docs/distributed.md).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include "core/profiler.h"
 #include "nn/module.h"
 #include "train/checkpoint.h"
+#include "train/dist/data_parallel.h"
 #include "train/grad_scaler.h"
 #include "train/optim.h"
 #include "train/progress.h"
@@ -79,6 +82,10 @@ struct TrainerOptions {
     // update whose gradients overflow is skipped and reported. Evaluation stays float32.
     DType precision = DType::float32;
     GradScalerOptions scaler;
+    // Data-parallel training over this group's ranks (null: one process). Each rank's
+    // train_data must be its shard (DataLoaderOptions::num_replicas) and its test_data its
+    // block (contiguous_shards); only rank 0 writes the run directory and `out`.
+    std::shared_ptr<dist::ProcessGroup> group;
 };
 
 struct TrainSummary {
@@ -92,8 +99,12 @@ struct TrainSummary {
 
 // The loss and metrics of `task` over every batch of `data` (epoch 0's order), in eval mode
 // without gradients, predictions made by task.predict (whole, sliding window or slices); the
-// model is left in eval mode. Throws [evaluate] when the data has no batch.
-EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device);
+// model is left in eval mode. Throws [evaluate] when the data has no batch. With a `group` of
+// several ranks, `data` is this rank's block of the split (DataLoaderOptions::
+// contiguous_shards) and every rank returns the metrics of the whole split (the meters' states
+// gathered in rank order: TaskMeter::state).
+EvalResult evaluate(nn::Module& model, BatchSource& data, const Task& task, Device device,
+                    dist::ProcessGroup* group = nullptr);
 
 // evaluate() with the classification task: mean cross-entropy (with `label_smoothing`) and
 // accuracy.
@@ -121,7 +132,8 @@ class Trainer {
     // summary.json and model.safetensors (the weights only, PyTorch state_dict keys) and prints
     // the summary table. Throws [nan_guard] when a step goes non-finite.
     TrainSummary fit();
-    // Loss and the task's metrics over a split, in eval mode without gradients.
+    // Loss and the task's metrics over a split, in eval mode without gradients; with several
+    // ranks, `data` is this rank's block of it (as the test data) and the result the whole's.
     EvalResult evaluate(BatchSource& data);
     const Task& task() const { return *options_.task; }
 
@@ -130,15 +142,18 @@ class Trainer {
     int64_t step() const { return step_; }
 
   private:
-    bool train_epoch(RunLog& log, Progress& progress);
+    bool train_epoch(RunLog* log, Progress& progress);
     double train_batch(const std::vector<Tensor>& batch, bool first_micro, bool last_micro);
-    void end_epoch(RunLog& log, Progress& progress, bool evaluate_now);
+    void end_epoch(RunLog* log, Progress& progress, bool evaluate_now);
     void save_checkpoint_now(std::optional<double> metric);
     void update_early_stopping(const MetricRecord& record, Progress& progress);
     void finish(TrainSummary& summary);
     void print_summary_table(const TrainSummary& summary) const;
     void profile_update();
     void finish_profile();
+    // Rank 0 writes the run directory; the other ranks of a data-parallel run write nothing.
+    bool writes_files() const { return options_.group->rank() == 0; }
+    double reduce_batch_stats(double loss, int64_t& examples, int64_t& correct);
 
     TrainerOptions options_;
     std::shared_ptr<nn::Module> model_;
@@ -146,7 +161,8 @@ class Trainer {
     std::shared_ptr<LRSchedule> schedule_;
     std::shared_ptr<BatchSource> train_data_, test_data_;
     std::ostream& out_;
-    std::unique_ptr<GradScaler> scaler_;  // float16 only
+    std::unique_ptr<dist::GradientReducer> reducer_;  // more than one rank only
+    std::unique_ptr<GradScaler> scaler_;              // float16 only
     bool skipped_update_ = false;         // the last update overflowed (float16) and was skipped
     int64_t skipped_updates_ = 0;
     std::unique_ptr<CheckpointManager> checkpoints_;

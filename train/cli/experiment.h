@@ -70,9 +70,16 @@ struct DataSplits {
     // text_csv: the vocabulary the examples were encoded with (saved with the run).
     std::shared_ptr<const datasets::Vocabulary> vocabulary;
 };
+// Data-parallel training: rank `rank` of `world_size` trains on its shard of the training
+// data (DataLoaderOptions::num_replicas) and evaluates its block of the test data
+// (contiguous_shards; train::evaluate gathers the metrics).
+struct DataShard {
+    int64_t rank = 0, world_size = 1;
+};
 // `run_dir`: a run whose saved vocabulary (kVocabularyFile) text is encoded with, when it has
 // one (resume, eval, predict); empty or without the file, the layout builds it.
-DataSplits build_data(const nn::Options& config, const std::string& run_dir = "");
+DataSplits build_data(const nn::Options& config, const std::string& run_dir = "",
+                      DataShard shard = {});
 // One split without augmentation ("train" or "test"), for `lumen eval`; `cases` receives the
 // examples' origins (layouts only).
 std::shared_ptr<train::BatchSource> build_eval_data(

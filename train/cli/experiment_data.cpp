@@ -85,13 +85,17 @@ std::vector<datasets::TransformPtr> random_transforms(const nn::Options& config)
     return list;
 }
 
-std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split split,
-                                                bool train) {
+// `shard`: this rank's part of the data (DataShard).
+std::shared_ptr<train::BatchSource> make_source(const nn::Options& config, Split split, bool train,
+                                                DataShard shard = {}) {
     datasets::DataLoaderOptions o{
         .batch_size = config.get_int(train ? "data.batch_size" : "data.eval_batch_size"),
         .shuffle = train,
         .seed = uint64_t(config.get_int("seed")),
-        .num_workers = config.get_int("data.num_workers")};
+        .num_workers = config.get_int("data.num_workers"),
+        .num_replicas = shard.world_size,
+        .rank = shard.rank,
+        .contiguous_shards = !train};
     std::vector<datasets::TransformPtr> transforms;
     if (train) transforms = random_transforms(config);
     const bool normalize = config.get_bool("data.normalize");
@@ -131,7 +135,8 @@ std::shared_ptr<const datasets::Dataset> first_n(std::shared_ptr<const datasets:
 // longest with <pad> (0); 3-D evaluation examples (volumes of differing sizes) come one by one.
 std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
                                                   const datasets::LayoutData& layout,
-                                                  const std::string& split, bool train) {
+                                                  const std::string& split, bool train,
+                                                  DataShard shard = {}) {
     auto data = cached(config, layout.split(split).dataset);
     data = first_n(data, config.get_int(train ? "data.train_subset" : "data.test_subset"));
     int64_t batch = config.get_int(train ? "data.batch_size" : "data.eval_batch_size");
@@ -145,7 +150,10 @@ std::shared_ptr<train::BatchSource> layout_source(const nn::Options& config,
     datasets::DataLoaderOptions o{.batch_size = batch,
                                   .shuffle = train,
                                   .seed = uint64_t(config.get_int("seed")),
-                                  .num_workers = config.get_int("data.num_workers")};
+                                  .num_workers = config.get_int("data.num_workers"),
+                                  .num_replicas = shard.world_size,
+                                  .rank = shard.rank,
+                                  .contiguous_shards = !train};
     if (layout.layout == "text_csv") o.collate = datasets::Collate::pad;
     if (train) {
         std::vector<datasets::TransformPtr> transforms = random_transforms(config);
@@ -204,14 +212,14 @@ DataShape layout_shape(const nn::Options& config, const datasets::LayoutData& la
     return shape;
 }
 
-DataSplits build_data(const nn::Options& config, const std::string& run_dir) {
+DataSplits build_data(const nn::Options& config, const std::string& run_dir, DataShard shard) {
     if (is_layout(config.get_string("data.dataset"))) {
         datasets::LayoutData layout = load_config_layout(config, run_dir);
         const std::string test = eval_split(layout);
         DataSplits splits;
         splits.shape = layout_shape(config, layout, test);
-        splits.train = layout_source(config, layout, "train", true);
-        splits.test = layout_source(config, layout, test, false);
+        splits.train = layout_source(config, layout, "train", true, shard);
+        splits.test = layout_source(config, layout, test, false, shard);
         splits.train_examples = splits.train->num_examples();
         splits.test_examples = splits.test->num_examples();
         splits.test_cases = layout.split(test).cases;
@@ -223,8 +231,8 @@ DataSplits build_data(const nn::Options& config, const std::string& run_dir) {
     splits.shape = shape_of(config, train);
     splits.train_examples = train.labels.numel();
     splits.test_examples = test.labels.numel();
-    splits.train = make_source(config, train, true);
-    splits.test = make_source(config, test, false);
+    splits.train = make_source(config, train, true, shard);
+    splits.test = make_source(config, test, false, shard);
     return splits;
 }
 

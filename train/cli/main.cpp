@@ -1,12 +1,12 @@
 // The `lumen` command line: subcommands parse their flags here and call the library or the
 // runner (check_vectors.h). This is the one place that catches lumen::Error: it prints
-// "error: <message>" to stderr and exits with status 1.
+// "error: <message>" to stderr and exits with status 1; in a data-parallel run it names the rank
+// and ends the other ranks too (MPI_Abort), which would otherwise wait for it forever.
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
-
 
 #include "conformance/check_vectors.h"
 #include "core/device.h"
@@ -18,6 +18,7 @@
 #include "train/cli/eval_command.h"
 #include "train/cli/models_command.h"
 #include "train/cli/train_command.h"
+#include "train/dist/process_group.h"
 
 namespace {
 
@@ -133,15 +134,26 @@ int run(const std::vector<std::string>& args) {
     LUMEN_FAIL("lumen", "unknown command '", command, "'; run 'lumen --help'");
 }
 
+// Prints the error; with several ranks names this one and ends the job.
+int fail(const char* what) {
+    lumen::train::dist::ProcessGroup* group = lumen::train::dist::current_group();
+    if (!group || group->world_size() == 1) {
+        std::cerr << "error: " << what << "\n";
+        return 1;
+    }
+    std::cerr << "error: rank " << group->rank() << " of " << group->world_size() << ": " << what
+              << "\n"
+              << std::flush;
+    group->abort(1);
+    return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
         return run(std::vector<std::string>(argv + 1, argv + argc));
-    } catch (const lumen::Error& e) {
-        std::cerr << "error: " << e.what() << "\n";
-    } catch (const std::exception& e) {
-        std::cerr << "error: " << e.what() << "\n";
+    } catch (const std::exception& e) {  // lumen::Error and the standard library's
+        return fail(e.what());
     }
-    return 1;
 }

@@ -1,5 +1,7 @@
 // Flag parsing for `lumen train` / `lumen eval` and the run setup: seed, threads and device
-// first, then data, model (on the device), optimizer, schedule, trainer.
+// first, then data, model (on the device), optimizer, schedule, trainer. Under mpirun each rank
+// runs this same code on its shard of the data (docs/distributed.md); rank 0 alone prints and
+// writes files.
 #include "train/cli/train_command.h"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "core/random.h"
 #include "train/checkpoint.h"
 #include "train/cli/experiment.h"
+#include "train/dist/data_parallel.h"
 
 namespace lumen::train::cli {
 
@@ -146,7 +149,23 @@ constexpr const char* kTrainUsage =
 
 }  // namespace
 
-int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
+namespace {
+
+// train.device under mpirun: "cuda" means this rank's GPU, one rank per GPU of its machine
+// (local rank modulo the GPU count), as torchrun's LOCAL_RANK convention.
+Device rank_device(Device device) {
+    if (!device.is_cuda() || dist::launcher_world_size() == 1) return device;
+    return Device::cuda(dist::launcher_local_rank() % std::max(1, cuda_device_count()));
+}
+
+}  // namespace
+
+int run_train_command(const std::vector<std::string>& args, std::ostream& rank0_out) {
+    // The group first: after it, an error on any rank ends the whole job (main's abort)
+    // instead of leaving the other ranks waiting.
+    std::shared_ptr<dist::ProcessGroup> group = dist::ProcessGroup::from_environment();
+    std::ostream silent(nullptr);  // what the other ranks print into: nothing
+    std::ostream& out = group->rank() == 0 ? rank0_out : silent;
     Arguments a =
         parse_arguments(args, "train", {"--set", "--resume", "--device", "--threads", "--profile"});
     if (a.help) {
@@ -164,11 +183,18 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
                              : train::RawConfig::read(a.positional[0]);
     apply_flags(a, raw);
     nn::Options config = resolve_training_config(raw);
-    Device device = setup_runtime(config);
+    dist::check_same_config(*group, train::config_to_json(config));
+    Device device = rank_device(setup_runtime(config));
+    group = dist::ProcessGroup::from_environment(device);  // NCCL for CUDA
     manual_seed(uint64_t(config.get_int("seed")));
-    ensure_demo_data(config, out);
-    const std::string run_dir = a.resume ? *a.resume : fresh_run_dir(config);
-    DataSplits data = build_data(config, run_dir);
+    if (group->rank() == 0) ensure_demo_data(config, out);
+    group->barrier();  // the demo data is written before the other ranks read it
+    // Rank 0 picks the directory (runs/<name>-2 when runs/<name> exists) for all.
+    const std::string run_dir =
+        a.resume ? *a.resume
+                 : dist::broadcast_string(*group, group->rank() == 0 ? fresh_run_dir(config) : "");
+    DataSplits data =
+        build_data(config, run_dir, {.rank = group->rank(), .world_size = group->world_size()});
     std::shared_ptr<nn::Module> model = build_model(config, data.shape, true, &out);
     std::shared_ptr<train::Task> task = build_task(config, data.shape);
     model->to(device);
@@ -176,13 +202,16 @@ int run_train_command(const std::vector<std::string>& args, std::ostream& out) {
     const int64_t k = config.get_int("train.accumulate");
     auto schedule =
         build_schedule(config, (data.train->num_batches() + k - 1) / std::max<int64_t>(k, 1));
-    train::Trainer trainer(trainer_options(config, run_dir, device, task), model,
-                           std::move(optimizer), schedule, data.train, data.test, out);
+    train::TrainerOptions options = trainer_options(config, run_dir, device, task);
+    options.group = group;
+    train::Trainer trainer(std::move(options), model, std::move(optimizer), schedule, data.train,
+                           data.test, out);
     if (a.resume) trainer.resume(checkpoint);
-    const bool created = !fs::exists(run_dir);
+    const bool created = group->rank() == 0 && !fs::exists(run_dir);
     try {
         // Evaluation, resumption and prediction must encode text with this vocabulary.
-        if (data.vocabulary && !fs::exists(fs::path(run_dir) / kVocabularyFile)) {
+        if (group->rank() == 0 && data.vocabulary &&
+            !fs::exists(fs::path(run_dir) / kVocabularyFile)) {
             fs::create_directories(run_dir);
             data.vocabulary->save((fs::path(run_dir) / kVocabularyFile).string());
         }

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Data-parallel `lumen train` under mpirun (ctest `data_parallel`, registered when MPI is built).
+
+1. Equivalence: 2 ranks with batch 8 end (after 20 steps, float32) with the weights of one
+   process with batch 16, within 1e-5 relative (per tensor: max |a - b| / max |b|), and their
+   sharded evaluation gives the same test accuracy and loss; only rank 0 writes a run directory.
+2. Resume with another number of ranks: 2 ranks stop after epoch 1 of 2, one process resumes
+   with batch 16 and ends with the weights of the one-process run.
+3. Faults: a config that differs across ranks is refused at the start naming the rank; a rank
+   that fails (a config file it cannot read), a rank killed by SIGKILL and a rank stopped by
+   SIGSTOP (the others give up after LUMEN_DIST_TIMEOUT) end the job within a timeout instead
+   of leaving the others waiting.
+Runs in a temporary folder; exits non-zero on the first failure.
+
+usage: check_data_parallel.py LUMEN_BINARY MPIRUN
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conformance"))
+import safetensors_io  # noqa: E402
+
+CONFIG = {
+    "name": "dp",
+    "seed": 3,
+    # 160 images: 10 steps of 16 (or 2 x 8) per epoch, no padding of the shards.
+    "data": {"dataset": "synthetic", "batch_size": 16, "train_subset": 160, "test_subset": 64,
+             "num_workers": 1},
+    # No dropout: the ranks' forward passes draw from their own generators.
+    "model": {"name": "dgvit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 7,
+              "drop": 0.0},
+    "optim": {"lr": 0.003},
+    "schedule": {"name": "cosine", "interval": "step", "warmup": 3},
+    "train": {"epochs": 2, "log_every": 2, "threads": 1},
+    "output": {"progress": "lines"},
+}
+TIMEOUT = 120  # seconds a run may take before it counts as a hang
+
+
+def run(cmd, cwd, expect_ok=True):
+    try:
+        result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"FAIL (hung for {TIMEOUT} s): {' '.join(cmd)}")
+    output = result.stdout + result.stderr
+    if (result.returncode == 0) != expect_ok:
+        sys.exit(f"FAIL (exit status {result.returncode}): {' '.join(cmd)}\n{output[-3000:]}")
+    return output
+
+
+def max_relative_difference(path_a, path_b):
+    a, b = safetensors_io.load(path_a), safetensors_io.load(path_b)
+    assert sorted(a) == sorted(b), (sorted(a), sorted(b))
+    worst = 0.0
+    for name in a:
+        scale = max(float(np.abs(b[name]).max()), 1e-30)
+        diff = float(np.abs(a[name].astype(np.float64) - b[name].astype(np.float64)).max())
+        worst = max(worst, diff / scale)
+    return worst
+
+
+def children(pid):
+    """The processes whose parent is `pid` (mpirun's ranks on this machine)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid):
+            found.append(int(entry))
+    return found
+
+
+def check_stopped_rank(mpi, train, cwd):
+    """A rank stopped (alive, never answering): the other must give up after the timeout."""
+    cmd = mpi + ["-x", "LUMEN_DIST_TIMEOUT=3", "-np", "2"] + train + [
+        "--set", "output.runs_dir=stopped", "--set", "train.epochs=1000"]
+    process = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    time.sleep(2)
+    ranks = children(process.pid)
+    assert len(ranks) == 2 and process.poll() is None, (ranks, process.poll())
+    os.kill(ranks[-1], signal.SIGSTOP)
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        for rank in ranks:
+            os.kill(rank, signal.SIGKILL)
+        sys.exit("FAIL: a stopped rank left the job hanging")
+    assert process.returncode != 0 and "did not complete within 3 s" in output, output[-2000:]
+
+
+def main():
+    lumen, mpirun = os.path.abspath(sys.argv[1]), sys.argv[2]
+    mpi = [mpirun, "--allow-run-as-root", "--oversubscribe"]
+    with tempfile.TemporaryDirectory(prefix="lumen_dp_") as cwd:
+        with open(os.path.join(cwd, "dp.json"), "w") as f:
+            json.dump(CONFIG, f)
+        train = [lumen, "train", "dp.json"]
+
+        run(train + ["--set", "output.runs_dir=one"], cwd)
+        run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=two",
+                                          "--set", "data.batch_size=8"], cwd)
+        assert os.listdir(os.path.join(cwd, "two")) == ["dp"], os.listdir(os.path.join(cwd, "two"))
+        difference = max_relative_difference(os.path.join(cwd, "two/dp/model.safetensors"),
+                                             os.path.join(cwd, "one/dp/model.safetensors"))
+        print(f"2 ranks x batch 8 vs 1 x batch 16 after 20 steps: max relative difference "
+              f"{difference:.2e}")
+        assert difference <= 1e-5, difference
+        # The evaluation is sharded too (each rank a block of the test set, metrics gathered).
+        one, two = (json.load(open(os.path.join(cwd, d, "dp/summary.json"))) for d in ("one", "two"))
+        assert one["test_accuracy"] == two["test_accuracy"], (one, two)
+        assert abs(one["test_loss"] - two["test_loss"]) <= 1e-5 * abs(one["test_loss"]), (one, two)
+        print(f"test accuracy {two['test_accuracy']} and loss {two['test_loss']:.6f} "
+              f"(one process: {one['test_loss']:.6f})")
+
+        run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=resume",
+                                          "--set", "data.batch_size=8",
+                                          "--set", "train.max_steps=10"], cwd)
+        run([lumen, "train", "--resume", "resume/dp", "--set", "data.batch_size=16",
+             "--set", "train.max_steps=0"], cwd)
+        difference = max_relative_difference(os.path.join(cwd, "resume/dp/model.safetensors"),
+                                             os.path.join(cwd, "one/dp/model.safetensors"))
+        print(f"2 ranks for epoch 1, one process for epoch 2: max relative difference "
+              f"{difference:.2e}")
+        assert difference <= 1e-5, difference
+
+        rank = ["-np", "1"] + train + ["--set", "output.runs_dir=bad"]
+        output = run(mpi + rank + [":"] + rank + ["--set", "optim.lr=0.004"], cwd, False)
+        assert "rank(s) 1 differs from rank 0's" in output, output[-2000:]
+        output = run(mpi + rank + [":", "-np", "1", lumen, "train", "missing.json"], cwd, False)
+        assert "error: rank 1 of 2:" in output and "missing.json" in output, output[-2000:]
+        # Rank 0 killed while writing its second metrics record; rank 1 must not wait forever.
+        killed = ["-np", "1", "-x", "LUMEN_FAULT_INJECT=run_log.mid_record@2:kill"] + rank[2:]
+        run(mpi + killed + [":"] + rank, cwd, False)
+        check_stopped_rank(mpi, train, cwd)
+        print("mismatched configs, a failing, a killed and a stopped rank end the job")
+    print("data parallel: passed")
+
+
+if __name__ == "__main__":
+    main()

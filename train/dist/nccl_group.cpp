@@ -1,0 +1,111 @@
+// The NCCL backend: CUDA tensors through NCCL on this rank's GPU, CPU tensors and the barrier
+// through the MPI group it was made from, which also carries NCCL's bootstrap (rank 0's
+// ncclUniqueId, broadcast to all). Compiled into lumen_dist only with LUMEN_CUDA=ON, MPI and
+// NCCL (nccl.h ships with the CUDA toolkit). lumen's kernels run on the legacy default stream,
+// so the collectives run there too and are waited for before returning: simple and ordered
+// with every kernel before and after.
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "core/cuda/cuda_check.h"
+#include "core/error.h"
+#include "train/dist/backends.h"
+
+namespace lumen::train::dist {
+
+namespace {
+
+void check_nccl(ncclResult_t result, const char* call) {
+    LUMEN_CHECK(result == ncclSuccess, "nccl", call, " failed: ", ncclGetErrorString(result));
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+    if (dtype == DType::float32) return ncclFloat32;
+    if (dtype == DType::float64) return ncclFloat64;
+    return ncclInt64;  // check_summable allowed nothing else
+}
+
+class NcclGroup final : public ProcessGroup {
+  public:
+    NcclGroup(std::shared_ptr<ProcessGroup> host, Device device)
+        : host_(std::move(host)), device_(device) {
+        LUMEN_CUDA_CHECK(cudaSetDevice(device_.index));
+        ncclUniqueId id;
+        Tensor bytes = zeros({int64_t(sizeof(id))}, DType::uint8);
+        if (host_->rank() == 0) {
+            check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+            std::memcpy(bytes.data_ptr(), &id, sizeof(id));
+        }
+        host_->broadcast(bytes, 0);
+        std::memcpy(&id, bytes.data_ptr(), sizeof(id));
+        check_nccl(ncclCommInitRank(&comm_, host_->world_size(), id, host_->rank()),
+                   "ncclCommInitRank");
+    }
+    ~NcclGroup() override { ncclCommDestroy(comm_); }
+    int rank() const override { return host_->rank(); }
+    int world_size() const override { return host_->world_size(); }
+    std::string backend() const override { return "nccl"; }
+
+    void all_reduce(Tensor& x) override {
+        if (!on_gpu("all_reduce", x)) return host_->all_reduce(x);
+        check_summable(x);
+        check_nccl(ncclAllReduce(x.data_ptr(), x.data_ptr(), size_t(x.numel()),
+                                 nccl_type(x.dtype()), ncclSum, comm_, cudaStream_t(0)),
+                   "ncclAllReduce");
+        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+    }
+
+    void broadcast(Tensor& x, int root) override {
+        if (!on_gpu("broadcast", x)) return host_->broadcast(x, root);
+        check_root("broadcast", root, world_size());
+        check_nccl(ncclBroadcast(x.data_ptr(), x.data_ptr(), bytes(x), ncclUint8, root, comm_,
+                                 cudaStream_t(0)),
+                   "ncclBroadcast");
+        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+    }
+
+    Tensor all_gather(const Tensor& x) override {
+        if (!on_gpu("all_gather", x)) return host_->all_gather(x);
+        Shape shape = x.shape();
+        shape.insert(shape.begin(), world_size());
+        Tensor out = empty(shape, x.dtype(), x.device());
+        check_nccl(ncclAllGather(x.data_ptr(), out.data_ptr(), bytes(x), ncclUint8, comm_,
+                                 cudaStream_t(0)),
+                   "ncclAllGather");
+        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+        return out;
+    }
+
+    void barrier() override { host_->barrier(); }
+    void abort(int code) override {
+        ncclCommAbort(comm_);  // frees ranks blocked in a NCCL kernel
+        host_->abort(code);
+    }
+
+  private:
+    // Whether x goes through NCCL: a CUDA tensor on this rank's device (checked), not a CPU one.
+    bool on_gpu(const char* op, const Tensor& x) const {
+        check_contiguous(op, x);
+        if (!x.is_cuda()) return false;
+        LUMEN_CHECK(x.device() == device_, op, "rank ", rank(), " communicates on ", device_,
+                    ", got a tensor on ", x.device());
+        return true;
+    }
+    static size_t bytes(const Tensor& x) { return size_t(x.numel()) * x.element_size(); }
+
+    std::shared_ptr<ProcessGroup> host_;
+    Device device_;
+    ncclComm_t comm_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> make_nccl_group(std::shared_ptr<ProcessGroup> host, Device device) {
+    return std::make_shared<NcclGroup>(std::move(host), device);
+}
+
+}  // namespace lumen::train::dist
