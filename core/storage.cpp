@@ -60,7 +60,8 @@ struct CpuCache {
         while (cached_bytes > keep) {
             auto largest = free_blocks.end();
             for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
-                if (!it->second.empty() && (largest == free_blocks.end() || it->first > largest->first))
+                if (!it->second.empty() &&
+                    (largest == free_blocks.end() || it->first > largest->first))
                     largest = it;
             std::free(largest->second.back());
             largest->second.pop_back();
