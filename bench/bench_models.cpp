@@ -5,11 +5,13 @@
 // models, summed over the deep-supervision outputs with the paper's weights (PVT-GDLA
 // {1, 1, 1, 1}, UTNet {1, 0.4, 0.2, 0.1}). Each workload runs twice: "step_<name>" without
 // activation checkpointing and "ckpt_<name>" with model.grad_checkpointing 1 (every block
-// recomputed in backward; not "step_<name>_ckpt", which --only step_<name> would select too). Both give the median step time (ms) and, from the first step of a
-// fresh process, the peak memory ("_mem": RSS growth, allocator peak beside it). Run one
-// workload per process (--only) for the memory figures: run.sh does. The models are built
-// through the registry, as `lumen train` builds them, with the options in models.json.
-// Usage: bench_models [--threads N] [--repeats R] [--only step_vit,ckpt_vit,...] [--list]
+// recomputed in backward; not "step_<name>_ckpt", which --only step_<name> would select too),
+// and "_act": the activation memory the first forward keeps for the backward (tensor bytes). Both
+// give the median step time (ms) and, from the first step of a fresh process, the peak memory
+// ("_mem": RSS growth, allocator peak beside it). Run one workload per process (--only) for the
+// memory figures: run.sh does. The models are built through the registry, as `lumen train` builds
+// them, with the options in models.json. Usage: bench_models [--threads N] [--repeats R] [--only
+// step_vit,ckpt_vit,...] [--list]
 //                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
 #include <cstdio>
 #include <cstring>
@@ -67,7 +69,16 @@ std::vector<Workload> load_workloads(const std::string& path) {
     return workloads;
 }
 
-// The step of `w` (checkpointing every block when `checkpointed`), set up on `device`.
+// Tensor bytes live on the benchmark's device: the activations a forward keeps for its backward
+// are what this grows by from the start of the forward to the loss.
+size_t live_bytes() {
+    if (run_device().is_cuda()) return cuda::memory_stats(run_device().index).allocated;
+    return cpu_memory_stats().allocated;
+}
+
+// The step of `w` (checkpointing every block when `checkpointed`), set up on `device`. Its first
+// run also reports "<name>_act": the activation memory (MB live at the loss over those live at
+// the start of the forward), which checkpointing is meant to shrink.
 std::function<void()> setup_step(const Workload& w, bool checkpointed, Device device) {
     nn::Options overrides = w.options;
     if (checkpointed) overrides.set("grad_checkpointing", int64_t(1));
@@ -99,12 +110,22 @@ std::function<void()> setup_step(const Workload& w, bool checkpointed, Device de
     std::printf("{\"name\": \"%s_%s_params\", \"unit\": \"parameters\", \"value\": %lld, "
                 "\"ms\": 0}\n",
                 checkpointed ? "ckpt" : "step", w.name.c_str(), (long long)model->num_parameters());
-    return [model, optimizer, x, target, weights] {
+    return [model, optimizer, x, target, weights, name = w.name, checkpointed,
+            reported = std::make_shared<bool>(false)] {
         optimizer->zero_grad();
+        const size_t before = live_bytes();
         std::vector<Tensor> outputs = model->forward_outputs(x);
         Tensor loss = cross_entropy(outputs[0], target) * weights[0];
         for (size_t i = 1; i < outputs.size(); ++i)
             loss = loss + cross_entropy(outputs[i], target) * weights[i];
+        if (!*reported) {  // the first step: what the forward keeps for the backward
+            *reported = true;
+            std::printf(
+                "{\"name\": \"%s_%s_act\", \"unit\": \"MB activations\", \"value\": %.1f, "
+                "\"ms\": 0}\n",
+                checkpointed ? "ckpt" : "step", name.c_str(),
+                double(live_bytes() - before) / (1 << 20));
+        }
         loss.backward();
         optimizer->step();
     };

@@ -147,8 +147,8 @@ def context_table(results):
 def model_table(results):
     """Issue 21's per-model table (bench/bench_models.cpp): step time, peak memory and the
     activation memory that checkpointing saves, with the targets met or missed. Activation
-    memory = the first step's peak minus 12 bytes per parameter (gradient and the two AdamW
-    moments, allocated during that step); saving = 1 - checkpointed / plain."""
+    memory (_act) = what the first forward keeps for the backward; saved = 1 - checkpointed /
+    plain."""
     by_name = {r["name"]: r for r in results}
     models = [r["name"][len("step_"):-len("_params")] for r in results
               if r["unit"] == "parameters" and r["name"].startswith("step_")]
@@ -172,12 +172,11 @@ def model_table(results):
         count = f"{params / 1e6:.2f} M" if params else "n/a"
         if params and theirs and theirs != params:
             count += f" (PyTorch {theirs / 1e6:.2f} M)"
-        fixed = 12 * params / 2 ** 20 if params else 0
         saved = {}
         for side in ("lumen", "pytorch"):
-            plain, recomputed = value(step + "_mem", side), value(ckpt + "_mem", side)
-            if plain is not None and recomputed is not None and plain - fixed > 0:
-                saved[side] = 1 - (recomputed - fixed) / (plain - fixed)
+            plain, recomputed = value(step + "_act", side), value(ckpt + "_act", side)
+            if plain is not None and recomputed is not None and plain > 0:
+                saved[side] = 1 - recomputed / plain
         speedup = by_name.get(step, {}).get("speedup")
         mem = (value(step + "_mem", "lumen"), value(step + "_mem", "pytorch"))
         for key, ok in (("speed", None if speedup is None else speedup >= 1.2),
@@ -212,9 +211,12 @@ def markdown(results, title, note=NOTE):
     models = model_table(results)
     if models:
         lines += ["## Paper models: one training step (bench/models.json)", ""] + models + [
-            "", "Activation memory = peak minus 12 bytes per parameter (gradients and the AdamW "
-            "moments); saved = 1 - checkpointed / plain. ckpt: grad_checkpointing 1 (lumen), "
-            "torch.utils.checkpoint around the same blocks (PyTorch).", ""]
+            "", "Activation memory = what the first forward keeps for the backward (lumen: tensor "
+            "bytes live at the loss over those at the start of the forward; PyTorch: growth of the "
+            "resident memory over the same span); saved = 1 - checkpointed / plain. Peak MB = the "
+            "whole first step's peak RSS growth (gradients and AdamW moments included). ckpt: "
+            "grad_checkpointing 1 (lumen), torch.utils.checkpoint around the same blocks "
+            "(PyTorch).", ""]
     lines += ["## All results", ""] + table(results) + ["", note]
     return "\n".join(lines) + "\n"
 

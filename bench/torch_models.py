@@ -4,15 +4,16 @@ built from the PyTorch reference modules (ref_diff.py, ref_sfree_utnet.py, ref_g
 ref_context.py; not part of this repository, LUMEN_ORACLE points to them) with the registry
 options of models.json mapped onto their constructors. "ckpt_<name>" wraps the same blocks
 that lumen's grad_checkpointing recomputes in torch.utils.checkpoint (non-reentrant; dropout
-replayed). Usage: python3 bench/torch_models.py [--threads N] [--repeats R] [--only NAMES]
+replayed). "_act": the MiB the first forward keeps for the backward (growth of the resident
+memory from the start of the forward to the loss; on a GPU, of the allocator's live bytes). Usage: python3 bench/torch_models.py [--threads N] [--repeats R] [--only NAMES]
 [--list] [--device cpu|cuda]"""
 import json
 import os
 import sys
 import types
 
-from torch_util import (import_references, measure_workload, parse_args, python_scan_max_tokens,
-                        selected, start_device, SLOW_SCAN)
+from torch_util import (import_references, measure_workload, parse_args, proc_status_mb,
+                        python_scan_max_tokens, selected, start_device, SLOW_SCAN)
 
 args = parse_args(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,8 +71,9 @@ CHECKPOINTED = {
     "diff_transformer": ["Block"], "dgt": ["Block"],
     "sima_vit": ["SimABlock", "ClassAttentionBlock"],
     "pvt_segnet": ["PVTBlock", "GDLAM", "PreNormBlock"],
-    "utnet": ["BasicTransBlock", "BasicTransDecoderBlock"],
-    "context_vit": ["TransformerBlock"], "context_swin": ["SwinTransformerBlock"],
+    "utnet": ["BasicBlock", "BasicTransBlock", "BasicTransDecoderBlock"],
+    "context_vit": ["TransformerBlock", "UnetrBasicBlock", "UnetrPrUpBlock", "UnetrUpBlock"],
+    "context_swin": ["SwinTransformerBlock"],
 }
 
 
@@ -96,6 +98,14 @@ def checkpoint_blocks(model_name, model):
             count += 1
     if count == 0:
         raise RuntimeError(f"torch_models: no block of {model_name} to checkpoint")
+
+
+def live_mb():
+    """MiB in use: the GPU allocator's live bytes, or on the CPU the process's resident memory
+    (PyTorch's CPU allocator keeps no count), so that a forward's growth is its activations."""
+    if args.device != "cpu":
+        return torch.cuda.memory_allocated() / 2 ** 20
+    return proc_status_mb("VmRSS")
 
 
 def setup(w, checkpointed):
@@ -124,11 +134,19 @@ def setup(w, checkpointed):
     print(json.dumps({"name": f"{'ckpt' if checkpointed else 'step'}_{w['name']}_params",
                       "unit": "parameters", "value": params, "ms": 0}), flush=True)
 
+    reported = []
+
     def step():
         optimizer.zero_grad(set_to_none=True)
+        before = live_mb()
         out = model(x)
         outputs = list(out) if isinstance(out, (list, tuple)) else [out]
         loss = sum(ce(y, target) * wt for y, wt in zip(outputs, weights))
+        if not reported:  # the first step: what the forward keeps for the backward
+            reported.append(True)
+            print(json.dumps({"name": f"{'ckpt' if checkpointed else 'step'}_{w['name']}_act",
+                              "unit": "MB activations", "value": round(live_mb() - before, 1),
+                              "ms": 0}), flush=True)
         loss.backward()
         optimizer.step()
 

@@ -91,14 +91,28 @@ Tensor ViTUNETR::proj_feat(const Tensor& tokens) const {
 Tensor ViTUNETR::forward(const std::vector<Tensor>& hidden) {
     LUMEN_CHECK(hidden.size() >= 12, "ViTUNETR", "needs [x, h_1..h_L, norm(h_L)] with L >= 10, ",
                 "got ", hidden.size(), " tensors");
-    Tensor enc1 = encoder1->forward(hidden[0]);
-    Tensor enc2 = encoder2->forward(proj_feat(hidden[4]));   // h_4
-    Tensor enc3 = encoder3->forward(proj_feat(hidden[7]));   // h_7
-    Tensor enc4 = encoder4->forward(proj_feat(hidden[10]));  // h_10
-    Tensor d3 = decoder5->forward(proj_feat(hidden.back()), enc4);
-    Tensor d2 = decoder4->forward(d3, enc3);
-    Tensor d1 = decoder3->forward(d2, enc2);
-    return out->forward(decoder2->forward(d1, enc1));
+    int64_t index = first_block;
+    // A block of one input, or of an input and its skip, checkpointed when its index says so.
+    auto one = [&](const auto& block, const Tensor& x) {
+        return nn::checkpoint_every(
+            grad_checkpointing, index++,
+            [block](const std::vector<Tensor>& in) { return block->forward(in[0]); }, {x},
+            block->parameters());
+    };
+    auto two = [&](const auto& block, const Tensor& x, const Tensor& skip) {
+        return nn::checkpoint_every(
+            grad_checkpointing, index++,
+            [block](const std::vector<Tensor>& in) { return block->forward(in[0], in[1]); },
+            {x, skip}, block->parameters());
+    };
+    Tensor enc1 = one(encoder1, hidden[0]);
+    Tensor enc2 = one(encoder2, proj_feat(hidden[4]));   // h_4
+    Tensor enc3 = one(encoder3, proj_feat(hidden[7]));   // h_7
+    Tensor enc4 = one(encoder4, proj_feat(hidden[10]));  // h_10
+    Tensor d3 = two(decoder5, proj_feat(hidden.back()), enc4);
+    Tensor d2 = two(decoder4, d3, enc3);
+    Tensor d1 = two(decoder3, d2, enc2);
+    return out->forward(two(decoder2, d1, enc1));
 }
 
 ViTLinear::ViTLinear(int64_t hidden_size, int64_t num_classes, bool use_cls)
@@ -145,6 +159,8 @@ ContextViTModel::ContextViTModel(const ContextViTModelConfig& config_)
             "decoder", make<ViTUNETR>(config.in_channels, config.out_channels, backbone.img_size,
                                       config.patch_size, config.hidden_size, backbone.spatial_dims,
                                       config.feature_size));
+        unetr->grad_checkpointing = config.grad_checkpointing;
+        unetr->first_block = config.num_layers;
     }
 }
 

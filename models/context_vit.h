@@ -65,6 +65,9 @@ UnetrLayout unetr_layout(int64_t patch_size);
 // hidden -> 8fs, decoder4 8fs -> 4fs, decoder3 4fs -> 2fs, decoder2 2fs -> fs, out fs -> out.
 // forward(hidden) takes ContextViT::forward_hidden's list (needs num_layers >= 10) ->
 // (B, out_channels, *img). Throws [ViTUNETR] for a list too short or tokens off the grid.
+// Checkpointing: the head's blocks encoder1..4, decoder5..2 continue the backbone's block count
+// (first_block = num_layers), so grad_checkpointing k recomputes every k-th of backbone and head
+// together; the full-resolution blocks hold most of the activations of a dense model.
 class ViTUNETR : public nn::Module {
   public:
     ViTUNETR(int64_t in_channels, int64_t out_channels, std::vector<int64_t> img_size,
@@ -78,6 +81,7 @@ class ViTUNETR : public nn::Module {
     std::shared_ptr<nn::context::UnetOutBlock> out;
     std::vector<int64_t> grid;
     int64_t hidden_size;
+    int64_t grad_checkpointing = 0, first_block = 0;
 
   private:
     Tensor proj_feat(const Tensor& tokens) const;

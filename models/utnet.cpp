@@ -109,13 +109,16 @@ UTNet::UTNet(const UTNetConfig& config) : Module("UTNet"), config_(config) {
 }
 
 void UTNet::mark_checkpointed() {
-    // The stages in the order run() calls them.
+    // Every residual block, convolutional or transformer, in the order the forward runs them:
+    // the full-resolution convolutions hold most of the activations.
     const std::vector<nn::Module*> stages{inc.get(),   down1.get(), down2.get(),
                                           down3.get(), down4.get(), up1.get(),
                                           up2.get(),   up3.get(),   up4.get()};
     int64_t index = 0;
     for (nn::Module* stage : stages) {
         for (const auto& [name, module] : stage->named_modules()) {
+            if (auto* block = dynamic_cast<nn::utnet::BasicBlock*>(module))
+                block->checkpointed = nn::is_checkpointed(config_.grad_checkpointing, index++);
             if (auto* block = dynamic_cast<nn::utnet::BasicTransBlock*>(module))
                 block->checkpointed = nn::is_checkpointed(config_.grad_checkpointing, index++);
             if (auto* block = dynamic_cast<nn::utnet::BasicTransDecoderBlock*>(module))

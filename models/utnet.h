@@ -35,10 +35,11 @@ struct UTNetConfig {
     bool rel_pos = true;
     std::string rel_pos_type = "bias";  // "bias" (official) or "embedding" (paper eq. 4)
     bool aux_loss = false;              // deep-supervision heads out1, out2, out3
-    // k > 0: every k-th transformer block recomputes its forward in backward (nn/checkpoint.h),
-    // the blocks counted in the order the forward runs them: the encoder's (levels 0 to 4),
-    // then the decoder's (levels 3 to 0). The residual conv blocks are not counted (they keep
-    // their activations). 0: none.
+    // k > 0: every k-th residual block (BasicBlock, BasicTransBlock, BasicTransDecoderBlock)
+    // recomputes its forward in backward (nn/checkpoint.h), the blocks counted in the order the
+    // forward runs them: the encoder's (levels 0 to 4), then the decoder's (levels 3 to 0).
+    // The convolutional blocks count too: at full resolution they hold most of the
+    // activations. 0: none.
     int64_t grad_checkpointing = 0;
 
     // Throws [UTNet] for non-positive sizes, a block_list digit outside 0-4, or num_blocks /
@@ -67,7 +68,7 @@ class UTNet : public nn::Module {
 
   private:
     std::vector<Tensor> run(const Tensor& x, bool aux);
-    // Sets `checkpointed` on every grad_checkpointing-th transformer block.
+    // Sets `checkpointed` on every grad_checkpointing-th residual block.
     void mark_checkpointed();
     void check_input(const Tensor& x) const;
     UTNetConfig config_;

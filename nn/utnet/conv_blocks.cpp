@@ -3,6 +3,7 @@
 #include "nn/utnet/conv_blocks.h"
 
 #include "nn/activation.h"
+#include "nn/checkpoint.h"
 #include "ops/elementwise.h"
 #include "ops/interpolate.h"
 #include "ops/pool.h"
@@ -37,9 +38,14 @@ BasicBlock::BasicBlock(int64_t inplanes, int64_t planes, int64_t stride) : Modul
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-    Tensor out = conv1->forward(relu(bn1->forward(x)));
-    out = conv2->forward(relu(bn2->forward(out)));
-    return add(out, shortcut ? shortcut->forward(x) : x);
+    // Captures the layers, not `this`: a checkpointed block runs it again in backward.
+    auto block = [bn1 = bn1, conv1 = conv1, bn2 = bn2, conv2 = conv2,
+                  shortcut = shortcut](const std::vector<Tensor>& in) {
+        Tensor out = conv1->forward(relu(bn1->forward(in[0])));
+        out = conv2->forward(relu(bn2->forward(out)));
+        return add(out, shortcut ? shortcut->forward(in[0]) : in[0]);
+    };
+    return checkpointed ? checkpoint(block, {x}, parameters()) : block({x});
 }
 
 DownBlock::DownBlock(int64_t in_ch, int64_t out_ch, int64_t num_block, bool pool)

@@ -20,7 +20,8 @@ namespace lumen::nn::utnet {
 // conv1 3x3 stride s, conv2 3x3 (no biases); shortcut = identity when s == 1 and
 // inplanes == planes, else shortcut.0 BN -> ReLU -> shortcut.2 1x1 conv stride s (no bias).
 // Shapes: x (B, inplanes, H, W) -> (B, planes, ceil(H / s), ceil(W / s)).
-// Throws [BasicBlock] for non-positive sizes, [BatchNorm2d] for a wrong input.
+// Throws [BasicBlock] for non-positive sizes, [BatchNorm2d] for a wrong input. checkpointed:
+// the forward runs through nn::checkpoint (recomputed in backward; the model sets it).
 class BasicBlock : public Module {
   public:
     BasicBlock(int64_t inplanes, int64_t planes, int64_t stride = 1);
@@ -28,6 +29,7 @@ class BasicBlock : public Module {
     std::shared_ptr<BatchNorm2d> bn1, bn2;
     std::shared_ptr<Conv2d> conv1, conv2;
     std::shared_ptr<Sequential> shortcut;  // null for the identity shortcut (no parameters)
+    bool checkpointed = false;
 };
 
 // Encoder stage without transformer (official `down_block`): conv.0 MaxPool2d(2) (or, with

@@ -200,7 +200,28 @@ TEST_CASE("checkpointing: sima_vit (SimA and class-attention blocks, BatchNorm),
                     5, {1, 2, 4});
 }
 
-TEST_CASE("checkpointing: utnet's encoder and decoder transformer blocks, equal to rounding",
+TEST_CASE("checkpointing: context_vit's blocks and its UNETR head, equal to rounding",
+          "[models][checkpoint]") {
+    nn::Options o("context_vit");
+    o.set("img_size", std::vector<int64_t>{32, 32});
+    o.set("patch_size", int64_t(16));
+    o.set("hidden_size", int64_t(16));
+    o.set("mlp_dim", int64_t(32));
+    o.set("num_heads", int64_t(2));
+    o.set("num_layers", int64_t(10));
+    o.set("feature_size", int64_t(4));
+    // The 10 ViT blocks, then the head's encoder1-4 and decoder5-2: 18. The head reads h_4,
+    // h_7 and h_10 beside the next block, so their gradients are summed in another order when
+    // a block is one node: float64, equal to rounding.
+    check_identical(
+        "context_vit", o,
+        [](Generator& g) {
+            return images(g, {2, 1, 32, 32});
+        },
+        18, {1, 3}, DType::float64, 1e-6, 1e-12);
+}
+
+TEST_CASE("checkpointing: utnet's residual blocks, conv and transformer, equal to rounding",
           "[models][checkpoint]") {
     nn::Options o("utnet");
     o.set("base_chan", int64_t(8));
@@ -217,13 +238,15 @@ TEST_CASE("checkpointing: utnet's encoder and decoder transformer blocks, equal 
     // BatchNorms, its true gradient is 0), so in float32 those differ far beyond 1e-6 relative.
     // The step runs in float64: loss and buffers bit-identical, gradients within 1e-6 relative
     // (1e-12 absolute for the zero ones).
-    // Transformer blocks: levels 0-4 of the encoder (1 + 1 + 1 + 2 + 1), decoder levels 3-0.
+    // Residual blocks: the encoder's levels 0-4 (BasicBlock + 1 transformer block, then per
+    // level a BasicBlock + 1, 1, 2, 1 transformer blocks), then per decoder level 3-0 its
+    // transformer decoder block and BasicBlock: 2 + 9 + 8.
     check_identical(
         "utnet", o,
         [](Generator& g) {
             return images(g, {2, 1, 32, 32});
         },
-        10, {1, 2}, DType::float64, 1e-6, 1e-12);
+        19, {1, 2}, DType::float64, 1e-6, 1e-12);
 }
 
 TEST_CASE("checkpointing: pvt_segnet's encoder and decoder blocks, bit-identical",
