@@ -13,12 +13,15 @@
 // them, with the options in models.json. Usage: bench_models [--threads N] [--repeats R] [--only
 // step_vit,ckpt_vit,...] [--list]
 //                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
+//                     [--profile]   (per-op tables of one step instead of the timing)
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
 #include "lumen/lumen.h"
@@ -147,6 +150,25 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (options.threads > 0) set_num_threads(options.threads);
+    // --profile: where each selected step's time and memory go (lumen::Profiler's tables of one
+    // step after a warm-up step), instead of the timing.
+    bool profile = false;
+    for (int i = 1; i < argc; ++i) profile = profile || std::strcmp(argv[i], "--profile") == 0;
+    if (profile) {
+        for (const Workload& w : workloads)
+            for (bool checkpointed : {false, true}) {
+                const std::string name = (checkpointed ? "ckpt_" : "step_") + w.name;
+                if (!selected(options, name)) continue;
+                std::function<void()> step = setup_step(w, checkpointed, options.device);
+                step();
+                Profiler profiler;
+                step();
+                profiler.stop();
+                std::printf("# %s\n", name.c_str());
+                profiler.print_table(std::cout, 25);
+            }
+        return 0;
+    }
     std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
                 get_num_threads(), options.repeats);
     for (const Workload& w : workloads)

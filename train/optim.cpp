@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/autograd.h"
+#include "core/parallel.h"
 #include "ops/elementwise.h"
 
 namespace lumen::train {
@@ -180,15 +181,61 @@ void Adam::step() {
             if (p.grad().defined()) update(p, group);
 }
 
+namespace {
+
+// The scalars of one Adam step of one parameter.
+struct AdamStep {
+    double beta1, beta2, eps, lr, weight_decay, step_size, bias_correction2_sqrt;
+    bool decoupled, amsgrad, maximize;
+};
+
+// One pass of Adam over n elements: the composition's float operations in its order, on each
+// element, with no multiply-add contracted into an FMA (which the separate ops cannot do), so
+// the numbers are the composition's bit for bit and fused is a speed choice only.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+template <typename T>
+void adam_pass(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n, const AdamStep& a) {
+    const T one_minus_beta1 = T(1.0 - a.beta1), beta2 = T(a.beta2),
+            one_minus_beta2 = T(1.0 - a.beta2), eps = T(a.eps), step_size = T(a.step_size),
+            correction2 = T(a.bias_correction2_sqrt), decay = T(a.weight_decay),
+            shrink = T(1.0 - a.lr * a.weight_decay);
+    parallel_for(0, n, 1 << 14, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            T g = a.maximize ? -grad[i] : grad[i];
+            if (a.weight_decay != 0) {
+                if (a.decoupled)
+                    p[i] = p[i] * shrink;
+                else
+                    g = g + p[i] * decay;
+            }
+            m[i] = m[i] + (g - m[i]) * one_minus_beta1;
+            v[i] = v[i] * beta2 + (g * g) * one_minus_beta2;
+            T second = v[i];
+            if (a.amsgrad) second = v_max[i] = std::max(v_max[i], v[i]);
+            const T denominator = std::sqrt(second) / correction2 + eps;
+            p[i] = p[i] - (m[i] / denominator) * step_size;
+        }
+    });
+}
+#pragma GCC pop_options
+
+// Whether the fused pass applies: CPU, float32 or float64, every tensor contiguous and alike.
+bool fusable(const Tensor& p, const std::vector<const Tensor*>& others) {
+    if (!p.is_cpu() || !p.is_contiguous() ||
+        (p.dtype() != DType::float32 && p.dtype() != DType::float64))
+        return false;
+    for (const Tensor* t : others)
+        if (!t->is_cpu() || !t->is_contiguous() || t->dtype() != p.dtype() ||
+            t->numel() != p.numel())
+            return false;
+    return true;
+}
+
+}  // namespace
+
 void Adam::update(Tensor& p, const ParamGroup& group) {
     const double beta1 = options.beta1, beta2 = options.beta2, lr = group.lr;
-    Tensor g = options.maximize ? neg(p.grad()) : p.grad();
-    if (group.weight_decay != 0) {
-        if (decoupled_weight_decay_)
-            p.copy_(mul(p, 1.0 - lr * group.weight_decay));
-        else
-            g = add(g, mul(p, group.weight_decay));
-    }
     ParamState& s = state(p);
     if (s.empty()) {
         s.emplace("step", scalar_tensor(0.0, DType::float64));
@@ -199,17 +246,51 @@ void Adam::update(Tensor& p, const ParamGroup& group) {
     Tensor& count = s.at("step");
     count.fill_(count.item<double>() + 1.0);
     const double k = count.item<double>();
+    const double step_size = lr / (1.0 - std::pow(beta1, k));
+    const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, k));
     Tensor &m = s.at("exp_avg"), &v = s.at("exp_avg_sq");
+    Tensor v_max = options.amsgrad ? s.at("max_exp_avg_sq") : Tensor();
+    const Tensor& grad = p.grad();
+    std::vector<const Tensor*> others{&grad, &m, &v};
+    if (options.amsgrad) others.push_back(&v_max);
+    if (options.fused && fusable(p, others)) {
+        const AdamStep a{beta1,
+                         beta2,
+                         options.eps,
+                         lr,
+                         group.weight_decay,
+                         step_size,
+                         bias_correction2_sqrt,
+                         decoupled_weight_decay_,
+                         options.amsgrad,
+                         options.maximize};
+        if (p.dtype() == DType::float32)
+            adam_pass(p.data_ptr<float>(), grad.data_ptr<float>(), m.data_ptr<float>(),
+                      v.data_ptr<float>(), options.amsgrad ? v_max.data_ptr<float>() : nullptr,
+                      p.numel(), a);
+        else
+            adam_pass(p.data_ptr<double>(), grad.data_ptr<double>(), m.data_ptr<double>(),
+                      v.data_ptr<double>(), options.amsgrad ? v_max.data_ptr<double>() : nullptr,
+                      p.numel(), a);
+        for (Tensor* t : {&p, &m, &v, &v_max})  // written in place, as copy_ would record
+            if (t->defined()) t->storage()->bump_version();
+        return;
+    }
+    // The composition of ops (the reference; CUDA and other layouts).
+    Tensor g = options.maximize ? neg(grad) : grad;
+    if (group.weight_decay != 0) {
+        if (decoupled_weight_decay_)
+            p.copy_(mul(p, 1.0 - lr * group.weight_decay));
+        else
+            g = add(g, mul(p, group.weight_decay));
+    }
     m.copy_(add(m, mul(sub(g, m), 1.0 - beta1)));  // lerp towards g, as PyTorch
     v.copy_(add(mul(v, beta2), mul(mul(g, g), 1.0 - beta2)));
     Tensor second = v;
     if (options.amsgrad) {
-        Tensor& v_max = s.at("max_exp_avg_sq");
         v_max.copy_(maximum(v_max, v));
         second = v_max;
     }
-    const double step_size = lr / (1.0 - std::pow(beta1, k));
-    const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(beta2, k));
     Tensor denominator = add(div(sqrt(second), bias_correction2_sqrt), options.eps);
     p.copy_(sub(p, mul(div(m, denominator), step_size)));
 }

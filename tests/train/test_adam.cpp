@@ -14,7 +14,7 @@ namespace {
 
 struct Rule {
     double lr = 0.01, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
-    bool decoupled = false, amsgrad = false, maximize = false;
+    bool decoupled = false, amsgrad = false, maximize = false, fused = true;
 };
 
 // The gradient of element i at step k (1-based): varied signs and sizes.
@@ -51,7 +51,8 @@ std::vector<std::vector<double>> run(const Rule& r, const std::vector<double>& b
                          .beta2 = r.beta2,
                          .eps = r.eps,
                          .amsgrad = r.amsgrad,
-                         .maximize = r.maximize};
+                         .maximize = r.maximize,
+                         .fused = r.fused};
     std::unique_ptr<train::Adam> adam;
     if (r.decoupled)
         adam = std::make_unique<train::AdamW>(std::vector<Tensor>{p}, r.lr, o, r.weight_decay);
@@ -100,20 +101,52 @@ TEST_CASE("Adam: the first step moves every element by about lr against its grad
 }
 
 TEST_CASE("Adam and AdamW: ten steps against the update rule", "[train][optim]") {
-    const std::vector<double> fixed(10, 0.9);
-    require_same(run({}, fixed), reference({}, fixed));
-    Rule coupled{.weight_decay = 0.1};
-    require_same(run(coupled, fixed), reference(coupled, fixed));
-    Rule decoupled{.weight_decay = 0.1, .decoupled = true};
-    require_same(run(decoupled, fixed), reference(decoupled, fixed));
-    Rule ams{.lr = 0.05, .beta2 = 0.9, .amsgrad = true};
-    require_same(run(ams, fixed), reference(ams, fixed));
-    Rule maximize{.weight_decay = 0.01, .decoupled = true, .maximize = true};
-    require_same(run(maximize, fixed), reference(maximize, fixed));
-    // OneCycleLR cycles beta1: the moment and its bias correction use the current value.
-    const std::vector<double> cycled{0.95, 0.93, 0.9, 0.87, 0.85, 0.86, 0.88, 0.9, 0.93, 0.95};
-    Rule context{.lr = 1e-3, .beta2 = 0.99};
-    require_same(run(context, cycled), reference(context, cycled));
+    for (bool fused : {true, false}) {
+        INFO((fused ? "fused" : "composition of ops"));
+        const std::vector<double> fixed(10, 0.9);
+        Rule plain{.fused = fused};
+        require_same(run(plain, fixed), reference(plain, fixed));
+        Rule coupled{.weight_decay = 0.1, .fused = fused};
+        require_same(run(coupled, fixed), reference(coupled, fixed));
+        Rule decoupled{.weight_decay = 0.1, .decoupled = true, .fused = fused};
+        require_same(run(decoupled, fixed), reference(decoupled, fixed));
+        Rule ams{.lr = 0.05, .beta2 = 0.9, .amsgrad = true, .fused = fused};
+        require_same(run(ams, fixed), reference(ams, fixed));
+        Rule maximize{.weight_decay = 0.01, .decoupled = true, .maximize = true, .fused = fused};
+        require_same(run(maximize, fixed), reference(maximize, fixed));
+        // OneCycleLR cycles beta1: the moment and its bias correction use the current value.
+        const std::vector<double> cycled{0.95, 0.93, 0.9, 0.87, 0.85, 0.86, 0.88, 0.9, 0.93, 0.95};
+        Rule context{.lr = 1e-3, .beta2 = 0.99, .fused = fused};
+        require_same(run(context, cycled), reference(context, cycled));
+    }
+}
+
+TEST_CASE("Adam and AdamW: the fused pass is the composition bit for bit in float32",
+          "[train][optim]") {
+    // 100,003 elements (several threads' chunks and a ragged end), five steps of every variant:
+    // parameters and both moments bit for bit.
+    for (int variant = 0; variant < 4; ++variant) {
+        INFO("variant " << variant);
+        std::vector<Tensor> after[2];
+        for (bool fused : {false, true}) {
+            manual_seed(7);
+            Tensor p = randn({100003}).requires_grad_(true);
+            train::AdamOptions o{.amsgrad = variant == 2, .maximize = variant == 3, .fused = fused};
+            std::unique_ptr<train::Adam> adam;
+            if (variant == 1)
+                adam = std::make_unique<train::Adam>(std::vector<Tensor>{p}, 0.01, o, 0.1);
+            else
+                adam = std::make_unique<train::AdamW>(std::vector<Tensor>{p}, 0.01, o, 0.05);
+            for (int k = 0; k < 5; ++k) {
+                p.set_grad(randn({100003}));
+                adam->step();
+            }
+            const train::ParamState* s = adam->find_state(p);
+            after[fused] = {p.detach().clone(), s->at("exp_avg"), s->at("exp_avg_sq")};
+        }
+        for (size_t i = 0; i < 3; ++i)
+            CHECK(after[1][i].to_vector<float>() == after[0][i].to_vector<float>());
+    }
 }
 
 TEST_CASE("Adam and AdamW: groups, defaults, skipped parameters and errors", "[train][optim]") {
