@@ -3,7 +3,7 @@
 # workloads in the same run, alternating the two, and writes bench/results/<machine>-<date>.json
 # and .md (bench/summarize.py) and, for a full run, the plots in docs/ (bench/plot.py).
 # Suites: core, ops, attention, train (when bench/bench_train.cpp exists), scaling, models (a
-# training step of every paper model, bench/models.json; about 40 minutes on 2 cores). The
+# training step of every paper model, bench/models.json; about 30 minutes on 2 cores). The
 # attention, scaling and models workloads run one per process (fresh peak memory), each under
 # WORKLOAD_TIMEOUT.
 #
@@ -172,7 +172,8 @@ stem="$out/${MACHINE:-$(hostname)}-$(date +%Y-%m-%d)"
 touch "$work/lumen.jsonl" "$work/torch.jsonl"
 "$python" "$root/bench/summarize.py" "$work/lumen.jsonl" "$work/torch.jsonl" "$stem" \
     "$threads" "$((SECONDS - start))"
-if [[ $quick == 0 && -z $names ]]; then
+# The plots need the attention and scaling suites: a run of other suites alone leaves them.
+if [[ $quick == 0 && -z $names && " ${present[*]} " == *" attention "* ]]; then
     plots=$root/docs
     [[ $cuda == ON ]] && plots+=/cuda
     "$python" "$root/bench/plot.py" "$stem.json" "$plots"
