@@ -19,6 +19,14 @@ dist::ProcessGroup& group() { return *dist::ProcessGroup::from_environment(); }
 
 }  // namespace
 
+TEST_CASE("process group: lumen info's backend line", "[dist]") {
+    const std::string line = train::dist::backends_linked();
+    CHECK((line.rfind("MPI linked, ", 0) == 0 || line.rfind("MPI not linked, ", 0) == 0));
+    // NCCL comes only with the CUDA backend; a group of several ranks needs MPI.
+    if (!cuda_built()) CHECK(line.find("NCCL not linked") != std::string::npos);
+    if (train::dist::launcher_world_size() > 1) CHECK(line.rfind("MPI linked", 0) == 0);
+}
+
 TEST_CASE("process group: all_reduce sums every dtype over the ranks", "[dist]") {
     dist::ProcessGroup& g = group();
     const int n = g.world_size(), r = g.rank();

@@ -67,7 +67,8 @@ int run_info(const std::vector<std::string>& args) {
     }
     std::cout << "lumen " << kVersion << "\n"
               << "build: CUDA backend " << (lumen::cuda_built() ? "linked" : "not linked")
-              << "; CPU code " << lumen::cpu_code_info() << "\n"
+              << "; CPU code " << lumen::cpu_code_info()
+              << "; data-parallel: " << lumen::train::dist::backends_linked() << "\n"
               << "CUDA devices: " << lumen::cuda_device_count() << "\n";
     for (int device = 0; device < lumen::cuda_device_count(); ++device) {
         lumen::cuda::MemoryStats stats = lumen::cuda::memory_stats(device);

@@ -67,6 +67,11 @@ int launcher_local_rank() {
     return text ? std::atoi(text) : 0;
 }
 
+std::string backends_linked() {
+    return std::string("MPI ") + (make_mpi_group ? "linked" : "not linked") + ", NCCL " +
+           (make_nccl_group ? "linked" : "not linked");
+}
+
 std::shared_ptr<ProcessGroup> ProcessGroup::from_environment(Device device) {
     std::lock_guard lock(group_mutex);
     const int size = launcher_world_size();

@@ -61,4 +61,7 @@ int launcher_world_size();
 // This rank's index among the ranks of its machine (OMPI_COMM_WORLD_LOCAL_RANK); 0 without.
 int launcher_local_rank();
 
+// Which backends this program has ("MPI linked, NCCL not linked"), for `lumen info`.
+std::string backends_linked();
+
 }  // namespace lumen::train::dist
