@@ -154,30 +154,25 @@ int main(int argc, char** argv) {
     // step after a warm-up step), instead of the timing.
     bool profile = false;
     for (int i = 1; i < argc; ++i) profile = profile || std::strcmp(argv[i], "--profile") == 0;
-    if (profile) {
-        for (const Workload& w : workloads)
-            for (bool checkpointed : {false, true}) {
-                const std::string name = (checkpointed ? "ckpt_" : "step_") + w.name;
-                if (!selected(options, name)) continue;
-                std::function<void()> step = setup_step(w, checkpointed, options.device);
-                step();
-                Profiler profiler;
-                step();
-                profiler.stop();
-                std::printf("# %s\n", name.c_str());
-                profiler.print_table(std::cout, 25);
-            }
-        return 0;
-    }
-    std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
-                get_num_threads(), options.repeats);
+    if (!profile)
+        std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
+                    get_num_threads(), options.repeats);
     for (const Workload& w : workloads)
         for (bool checkpointed : {false, true}) {
             const std::string name = (checkpointed ? "ckpt_" : "step_") + w.name;
             if (!selected(options, name)) continue;
-            measure_workload(
-                name, 0, "", [&] { return setup_step(w, checkpointed, options.device); },
-                options.repeats);
+            auto setup = [&] { return setup_step(w, checkpointed, options.device); };
+            if (!profile) {
+                measure_workload(name, 0, "", setup, options.repeats);
+                continue;
+            }
+            std::function<void()> step = setup();
+            step();
+            Profiler profiler;
+            step();
+            profiler.stop();
+            std::printf("# %s\n", name.c_str());
+            profiler.print_table(std::cout, 25);
         }
     return 0;
 }
