@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "conformance/check_vectors.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -142,9 +144,15 @@ int fail(const char* what) {
         std::cerr << "error: " << what << "\n";
         return 1;
     }
-    std::cerr << "error: rank " << group->rank() << " of " << group->world_size() << ": " << what
-              << "\n"
-              << std::flush;
+    // One write(2) call: mpirun forwards each rank's stderr in the chunks it was written, and
+    // its abort banner must not land inside this line.
+    const std::string line = "error: rank " + std::to_string(group->rank()) + " of " +
+                             std::to_string(group->world_size()) + ": " + what + "\n";
+    for (size_t done = 0; done < line.size();) {
+        const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+    }
     group->abort(1);
     return 1;
 }
