@@ -5,6 +5,7 @@
 
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "core/profiler.h"
 
@@ -16,7 +17,12 @@ Tensor add(const Tensor& a, const Tensor& b);
 namespace {
 thread_local bool grad_mode = true;
 thread_local const std::string* current_backward_op = nullptr;
+thread_local LeafReadyHook leaf_ready_hook;
 }  // namespace
+
+LeafReadyHookGuard::LeafReadyHookGuard(LeafReadyHook hook)
+    : previous_(std::exchange(leaf_ready_hook, std::move(hook))) {}
+LeafReadyHookGuard::~LeafReadyHookGuard() { leaf_ready_hook = std::move(previous_); }
 
 bool grad_enabled() { return grad_mode; }
 void set_grad_enabled(bool enabled) { grad_mode = enabled; }
@@ -138,10 +144,16 @@ void check_grad(const Edge& edge, const Tensor& grad, const std::string& op) {
 
 void run_engine(EngineTask& task) {
     NoGradGuard no_grad;
+    // The hook is taken for this walk (a nested walk, as nn::checkpoint's grad(), has none).
+    const LeafReadyHook* hook = !task.captured && leaf_ready_hook ? &leaf_ready_hook : nullptr;
     for (auto& [leaf, grad] : task.leaf_roots) deliver_to_leaf(task, leaf, grad);
+    if (hook)
+        for (auto& [leaf, grad] : task.leaf_roots) (*hook)(leaf.get());
 
-    // Count, for every node reachable from the roots, how many edges point at it.
+    // Count, for every node reachable from the roots, how many edges point at it (and, for
+    // the hook, at each leaf).
     std::unordered_map<Node*, int> dependencies;
+    std::unordered_map<const TensorImpl*, int> leaf_edges;
     std::unordered_set<Node*> seen;
     std::vector<Node*> stack;
     for (auto& [node, grad] : task.roots)
@@ -150,6 +162,7 @@ void run_engine(EngineTask& task) {
         Node* node = stack.back();
         stack.pop_back();
         for (const Edge& edge : node->inputs()) {
+            if (hook && edge.leaf) ++leaf_edges[edge.leaf.get()];
             if (!edge.node) continue;
             ++dependencies[edge.node.get()];
             if (seen.insert(edge.node.get()).second) stack.push_back(edge.node.get());
@@ -197,8 +210,9 @@ void run_engine(EngineTask& task) {
                     slot = slot.defined() ? add_grads(slot, grad) : grad;
                 }
                 if (--dependencies[edge.node.get()] == 0) ready.push_back(edge.node.get());
-            } else if (edge.leaf && grad.defined()) {
-                deliver_to_leaf(task, edge.leaf, std::move(grad));
+            } else if (edge.leaf) {
+                if (grad.defined()) deliver_to_leaf(task, edge.leaf, std::move(grad));
+                if (hook && --leaf_edges[edge.leaf.get()] == 0) (*hook)(edge.leaf.get());
             }
         }
         if (!task.retain_graph) node->release();

@@ -90,6 +90,25 @@ inline SavedTensor save(const Tensor& tensor) { return SavedTensor(tensor); }
 std::shared_ptr<Node> record_backward(const char* op, const std::vector<Tensor>& inputs,
                                       const Tensor& output, BackwardFn backward);
 
+// Called by Tensor::backward() when a leaf's gradient is final for this backward: every edge
+// into the leaf from the graph being walked has delivered its gradient (PyTorch's
+// post-accumulate-grad hook). Data-parallel training uses it to start each bucket's
+// all-reduce while backward goes on (train/dist/data_parallel.h). Fires once per leaf that the
+// graph reaches, even when its gradient was undefined; never for grad(), which fills no .grad().
+using LeafReadyHook = std::function<void(const TensorImpl* leaf)>;
+
+// Installs `hook` for this thread's backward passes within its scope (the previous one after).
+class LeafReadyHookGuard {
+  public:
+    explicit LeafReadyHookGuard(LeafReadyHook hook);
+    ~LeafReadyHookGuard();
+    LeafReadyHookGuard(const LeafReadyHookGuard&) = delete;
+    LeafReadyHookGuard& operator=(const LeafReadyHookGuard&) = delete;
+
+  private:
+    LeafReadyHook previous_;
+};
+
 // Engine entry point behind Tensor::backward().
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
 

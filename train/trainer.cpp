@@ -101,22 +101,40 @@ void Trainer::resume(const std::string& checkpoint_path) {
     CheckpointState state = load_checkpoint(checkpoint_path, *model_, optimizer_.get());
     // state_from_json checked that extra is a JSON object.
     nlohmann::json extra = nlohmann::json::parse(state.extra_json);
-    // A batch number means a different place in the epoch for another number of ranks.
+    // Where in the epoch's order the checkpoint stopped, in examples: batch k of N ranks with
+    // batch b each ends at k N b (the shards interleave, datasets/loader.h). A run with
+    // another number of ranks or batch size goes on from there when its N' b' divides it.
+    int64_t batch_in_epoch = state.batch_in_epoch;
     const int64_t ranks =
         std::max<int64_t>(1, int64_t(extra_number(checkpoint_path, extra, "world_size")));
-    LUMEN_CHECK(state.batch_in_epoch == 0 || ranks == options_.group->world_size(), "checkpoint",
-                checkpoint_path, ": it stopped inside an epoch (after batch ", state.batch_in_epoch,
-                ") of a run with ", ranks, " rank(s), and this run has ",
-                options_.group->world_size(), "; resume it with ", ranks,
-                " rank(s), or from a checkpoint taken at the end of an epoch");
+    const int64_t batch_size = train_data_->batch_size();
+    const int64_t per_batch = options_.group->world_size() * batch_size;
+    if (extra.contains("epoch_position") && batch_size > 0) {
+        const int64_t position = int64_t(extra_number(checkpoint_path, extra, "epoch_position"));
+        LUMEN_CHECK(position % per_batch == 0, "checkpoint", checkpoint_path,
+                    ": it stopped inside an epoch, after ", position, " examples of its order (",
+                    state.batch_in_epoch, " batches on ", ranks, " rank(s)), and this run's ",
+                    options_.group->world_size(), " rank(s) x data.batch_size ", batch_size, " = ",
+                    per_batch,
+                    " examples per batch do not divide it; resume with ranks x batch size "
+                    "dividing ",
+                    position, ", or from a checkpoint taken at the end of an epoch");
+        batch_in_epoch = position / per_batch;
+    } else {  // no position recorded, or this batch source cannot say its batch size
+        LUMEN_CHECK(batch_in_epoch == 0 || ranks == options_.group->world_size(), "checkpoint",
+                    checkpoint_path, ": it stopped inside an epoch (after batch ", batch_in_epoch,
+                    ") of a run with ", ranks, " rank(s), and this run has ",
+                    options_.group->world_size(), "; resume it with ", ranks,
+                    " rank(s), or from a checkpoint taken at the end of an epoch");
+    }
     const int64_t batches = train_data_->num_batches();
-    LUMEN_CHECK(state.batch_in_epoch < batches, "checkpoint", checkpoint_path,
-                ": the checkpoint stopped after batch ", state.batch_in_epoch,
+    LUMEN_CHECK(batch_in_epoch < batches, "checkpoint", checkpoint_path,
+                ": the checkpoint stopped after batch ", batch_in_epoch,
                 " of an epoch, but an epoch of this run has ", batches,
                 " batches (did data.batch_size or the data change?)");
     epoch_ = state.epoch;
     step_ = state.step;
-    batch_in_epoch_ = state.batch_in_epoch;
+    batch_in_epoch_ = batch_in_epoch;
     train_seconds_ = extra_number(checkpoint_path, extra, "train_seconds");
     images_trained_ = int64_t(extra_number(checkpoint_path, extra, "images"));
     // The totals of the epoch the checkpoint interrupted, so that its record covers the
@@ -155,7 +173,12 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
     }
     const double local_loss = loss.item<double>();
     if (options_.accumulate > 1) loss = div(loss, double(options_.accumulate));
-    (scaler_ ? scaler_->scale(loss) : loss).backward();
+    {
+        // With several ranks, the last micro-batch's backward starts each bucket's all-reduce
+        // as soon as the bucket's gradients are made (reducer_->average() waits for them).
+        LeafReadyHookGuard overlap(last_micro && reducer_ ? reducer_->hook() : LeafReadyHook());
+        (scaler_ ? scaler_->scale(loss) : loss).backward();
+    }
     int64_t correct = 0, examples = x.size(0);
     if (task.counts_correct()) {
         NoGradGuard no_grad;
@@ -314,6 +337,10 @@ void Trainer::save_checkpoint_now(std::optional<double> metric) {
         extra["skipped_updates"] = skipped_updates_;
     }
     if (options_.group->world_size() > 1) extra["world_size"] = options_.group->world_size();
+    // Every batch before a mid-epoch checkpoint was full (only an epoch's last may be short).
+    if (train_data_->batch_size() > 0)
+        extra["epoch_position"] =
+            batch_in_epoch_ * options_.group->world_size() * train_data_->batch_size();
     CheckpointState state{.epoch = epoch_,
                           .step = step_,
                           .batch_in_epoch = batch_in_epoch_,

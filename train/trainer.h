@@ -40,6 +40,9 @@ class BatchSource {
     virtual ~BatchSource() = default;
     virtual int64_t num_batches() const = 0;   // per epoch
     virtual int64_t num_examples() const = 0;  // per epoch
+    // Examples per full batch, or 0 when unknown: a checkpoint taken inside an epoch then
+    // resumes only with the same number of ranks and batches (else at the same example).
+    virtual int64_t batch_size() const { return 0; }
     // Starts epoch `epoch` at batch `first_batch` (> 0 when a resumed run continues an epoch).
     virtual void start_epoch(int64_t epoch, int64_t first_batch = 0) = 0;
     // The next batch of the current epoch, or nullopt after its last.

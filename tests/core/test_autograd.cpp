@@ -1,5 +1,8 @@
 // The autograd engine: accumulation, reuse of tensors, shared subexpressions, broadcasting,
 // retain_graph, no-grad, detach, grad(), and the version counter on saved tensors.
+#include <algorithm>
+
+#include "nn/checkpoint.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -155,4 +158,39 @@ TEST_CASE("long chains back-propagate without recursion", "[core][autograd]") {
     for (int i = 0; i < 5000; ++i) y = add(y, 1.0);
     y.backward();
     require_close(x.grad(), {1});
+}
+
+TEST_CASE("the leaf-ready hook fires once per leaf, when its gradient is final",
+          "[core][autograd]") {
+    Tensor a = tensor({1, 2}).requires_grad_(), b = tensor({3, 4}).requires_grad_();
+    Tensor c = tensor({5, 6}).requires_grad_();
+    // a twice in the graph, b in it and in a checkpointed function (whose node returns b's
+    // and c's gradients), c only there.
+    Tensor loss =
+        add(sum(add(mul(a, b), a)),
+            sum(nn::checkpoint([](const std::vector<Tensor>& in) { return mul(in[0], in[1]); },
+                               {c, b})));
+    std::vector<std::pair<const TensorImpl*, std::vector<float>>> fired;
+    {
+        LeafReadyHookGuard hook([&](const TensorImpl* leaf) {
+            fired.push_back({leaf, Tensor(leaf->grad).to_vector<float>()});
+        });
+        loss.backward();
+        // grad() fills no .grad(), so it fires nothing.
+        grad({sum(mul(a, a))}, {a});
+    }
+    REQUIRE(fired.size() == 3);
+    for (const Tensor& leaf : {a, b, c}) {
+        auto it = std::find_if(fired.begin(), fired.end(),
+                               [&](const auto& f) { return f.first == leaf.impl().get(); });
+        REQUIRE(it != fired.end());
+        CHECK(it->second == leaf.grad().to_vector<float>());  // nothing arrived after it fired
+    }
+    require_close(a.grad(), {4, 5});  // b + 1
+    require_close(b.grad(), {6, 8});  // a + c
+    require_close(c.grad(), {3, 4});  // b
+    // Out of the guard's scope there is no hook.
+    fired.clear();
+    sum(mul(a, a)).backward();
+    CHECK(fired.empty());
 }

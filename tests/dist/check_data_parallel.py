@@ -5,7 +5,9 @@
    process with batch 16, within 1e-5 relative (per tensor: max |a - b| / max |b|), and their
    sharded evaluation gives the same test accuracy and loss; only rank 0 writes a run directory.
 2. Resume with another number of ranks: 2 ranks stop after epoch 1 of 2, one process resumes
-   with batch 16 and ends with the weights of the one-process run.
+   with batch 16 and ends with the weights of the one-process run; the same from inside an
+   epoch, 2 ranks resumed by one process and one process by 2 ranks; a batch size that does
+   not divide the examples already used is refused.
 3. Faults: a config that differs across ranks is refused at the start naming the rank; a rank
    that fails (a config file it cannot read), a rank killed by SIGKILL and a rank stopped by
    SIGSTOP (the others give up after LUMEN_DIST_TIMEOUT) end the job within a timeout instead
@@ -133,6 +135,30 @@ def main():
         print(f"2 ranks for epoch 1, one process for epoch 2: max relative difference "
               f"{difference:.2e}")
         assert difference <= 1e-5, difference
+
+        # Inside an epoch (step 5 of 10), either way: the position in the epoch's order is what
+        # carries over, so 2 x 8 and 1 x 16 resume each other.
+        run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=mid2",
+                                          "--set", "data.batch_size=8",
+                                          "--set", "train.max_steps=5"], cwd)
+        run([lumen, "train", "--resume", "mid2/dp", "--set", "data.batch_size=16",
+             "--set", "train.max_steps=0"], cwd)
+        run(train + ["--set", "output.runs_dir=mid1", "--set", "train.max_steps=3"], cwd)
+        run(mpi + ["-np", "2", lumen, "train", "--resume", "mid1/dp", "--set",
+                   "data.batch_size=8", "--set", "train.max_steps=0"], cwd)
+        for name in ("mid2", "mid1"):
+            difference = max_relative_difference(os.path.join(cwd, name, "dp/model.safetensors"),
+                                                 os.path.join(cwd, "one/dp/model.safetensors"))
+            print(f"{name}: stopped inside epoch 1 and resumed with the other number of ranks: "
+                  f"max relative difference {difference:.2e}")
+            assert difference <= 1e-5, difference
+        # 80 examples were used; 1 x 24 does not divide that.
+        run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=mid3",
+                                          "--set", "data.batch_size=8",
+                                          "--set", "train.max_steps=5"], cwd)
+        output = run([lumen, "train", "--resume", "mid3/dp", "--set", "data.batch_size=24"], cwd,
+                     False)
+        assert "after 80 examples" in output and "= 24 examples per batch" in output, output
 
         rank = ["-np", "1"] + train + ["--set", "output.runs_dir=bad"]
         output = run(mpi + rank + [":"] + rank + ["--set", "optim.lr=0.004"], cwd, False)

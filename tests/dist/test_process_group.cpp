@@ -95,6 +95,62 @@ TEST_CASE("GradientReducer averages gradients over the ranks, bucket by bucket",
     CHECK(one_bucket.num_buckets() == 1);
 }
 
+TEST_CASE("process group: all_reduce_async runs while the caller goes on", "[dist]") {
+    dist::ProcessGroup& g = group();
+    const int n = g.world_size(), r = g.rank();
+    Tensor a = full({1000}, r + 1.0), b = full({5}, 2.0 * (r + 1), DType::float64);
+    std::unique_ptr<dist::Work> first = g.all_reduce_async(a), second = g.all_reduce_async(b);
+    while (!first->poll()) {
+    }
+    second->wait();
+    first->wait();  // again: finished work returns at once
+    require_close(a, full({1000}, n * (n + 1) / 2.0), 0, 0);
+    require_close(b, full({5}, double(n * (n + 1)), DType::float64), 0, 0);
+    Tensor ints = zeros({3}, DType::int32);
+    require_error([&] { g.all_reduce_async(ints); }, {"[all_reduce]", "int32"});
+}
+
+TEST_CASE("GradientReducer's hook starts the buckets during backward, with the same averages",
+          "[dist]") {
+    dist::ProcessGroup& g = group();
+    const int n = g.world_size(), r = g.rank();
+    std::vector<Tensor> weights;
+    for (int k = 0; k < 4; ++k) weights.push_back(full({3}, 0.3 * (k + 1)).requires_grad_());
+    // 16 bytes: each 12-byte weight is a bucket of its own.
+    dist::GradientReducer reducer(dist::ProcessGroup::from_environment(), weights, 16);
+    REQUIRE(reducer.num_buckets() == 4);
+    auto loss_of = [&](double input) {
+        Tensor h = full({3}, input);
+        for (const Tensor& w : weights) h = tanh(mul(h, w));
+        return sum(h);
+    };
+    for (int step = 0; step < 2; ++step) {
+        INFO("step " << step);
+        const double input = r + 1.0 + step;
+        // What the average must be: every rank's own gradients, gathered and averaged.
+        std::vector<Tensor> own = grad({loss_of(input)}, weights);
+        for (const Tensor& w : weights) w.set_grad(Tensor());
+        {
+            LeafReadyHookGuard hook(reducer.hook());
+            loss_of(input).backward();
+        }
+        reducer.average();
+        CHECK(reducer.started_in_backward() == (n > 1 ? 4 : 0));
+        for (size_t k = 0; k < weights.size(); ++k) {
+            Tensor all = g.all_gather(own[k].contiguous());
+            require_close(weights[k].grad(), div(sum(all, {0}), double(n)), 1e-6, 0);
+        }
+    }
+    if (n > 1) {
+        // A second backward with the hook in one step would reduce some gradients twice.
+        Tensor loss = loss_of(1.0);
+        LeafReadyHookGuard hook(reducer.hook());
+        loss.backward(Tensor(), true);
+        require_error([&] { loss.backward(); }, {"[GradientReducer]", "made again", "[3]"});
+        reducer.average();  // ends the buckets the first backward started, on every rank alike
+    }
+}
+
 TEST_CASE("broadcast_module gives every rank rank 0's parameters and buffers", "[dist]") {
     struct Tiny : nn::Module {
         Tensor weight, running;

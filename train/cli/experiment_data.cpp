@@ -25,6 +25,7 @@ class LoaderSource : public train::BatchSource {
         : examples_(data->size()), loader_(std::move(data), std::move(o)) {}
     int64_t num_batches() const override { return loader_.num_batches(); }
     int64_t num_examples() const override { return examples_; }
+    int64_t batch_size() const override { return loader_.options().batch_size; }
     void start_epoch(int64_t epoch, int64_t first_batch) override {
         loader_.start_epoch(epoch, first_batch);
     }

@@ -116,35 +116,79 @@ GradientReducer::GradientReducer(std::shared_ptr<ProcessGroup> group,
         current.numel += it->numel();
     }
     if (!current.parameters.empty()) buckets_.push_back(std::move(current));
+    for (size_t b = 0; b < buckets_.size(); ++b)
+        for (size_t i = 0; i < buckets_[b].parameters.size(); ++i)
+            where_.emplace(buckets_[b].parameters[i].impl().get(), std::make_pair(b, i));
+    reset();
+}
+
+LeafReadyHook GradientReducer::hook() {
+    if (group_->world_size() == 1) return {};
+    return [this](const TensorImpl* leaf) { mark_ready(leaf); };
+}
+
+void GradientReducer::mark_ready(const TensorImpl* leaf) {
+    auto it = where_.find(leaf);
+    if (it == where_.end()) return;  // not a parameter (an input that requires grad)
+    auto [b, i] = it->second;
+    Bucket& bucket = buckets_[b];
+    LUMEN_CHECK(!bucket.ready[i], "GradientReducer", "the gradient of a parameter of shape ",
+                bucket.parameters[i].shape(),
+                " was made again after its bucket's all-reduce had started: run one backward "
+                "per step with the hook installed");
+    bucket.ready[i] = true;
+    --bucket.waiting;
+    NoGradGuard no_grad;
+    while (next_ < buckets_.size() && buckets_[next_].waiting == 0) start(buckets_[next_++]);
+    for (size_t k = 0; k < next_; ++k) buckets_[k].work->poll();
 }
 
 void GradientReducer::average() {
     if (group_->world_size() == 1) return;
     NoGradGuard no_grad;
-    for (const Bucket& bucket : buckets_) average(bucket);
+    started_in_backward_ = int64_t(next_);
+    while (next_ < buckets_.size()) start(buckets_[next_++]);
+    for (Bucket& bucket : buckets_) finish(bucket);
+    reset();
 }
 
-void GradientReducer::average(const Bucket& bucket) {
+void GradientReducer::reset() {
+    next_ = 0;
+    for (Bucket& bucket : buckets_) {
+        bucket.waiting = int64_t(bucket.parameters.size());
+        bucket.ready.assign(bucket.parameters.size(), false);
+        bucket.work.reset();
+        bucket.flat = Tensor();
+    }
+}
+
+void GradientReducer::start(Bucket& bucket) {
     // Layout of the buffer: every gradient flattened, then one flag per parameter (1 where this
     // rank has a gradient), so that the sum also says whether any rank had one.
     const Tensor& first = bucket.parameters[0];
     const int64_t count = int64_t(bucket.parameters.size());
-    Tensor flat = zeros({bucket.numel + count}, first.dtype(), first.device());
+    bucket.flat = zeros({bucket.numel + count}, first.dtype(), first.device());
     int64_t offset = 0;
     for (int64_t i = 0; i < count; ++i) {
         const Tensor& parameter = bucket.parameters[size_t(i)];
         const int64_t n = parameter.numel();
         if (Tensor grad = parameter.grad(); grad.defined()) {
-            flat.narrow(0, offset, n).copy_(grad.reshape({n}));
-            flat.narrow(0, bucket.numel + i, 1).fill_(1.0);
+            bucket.flat.narrow(0, offset, n).copy_(grad.reshape({n}));
+            bucket.flat.narrow(0, bucket.numel + i, 1).fill_(1.0);
         }
         offset += n;
     }
-    group_->all_reduce(flat);
+    bucket.work = group_->all_reduce_async(bucket.flat);
+}
+
+void GradientReducer::finish(Bucket& bucket) {
+    bucket.work->wait();
+    const Tensor& flat = bucket.flat;
+    const int64_t count = int64_t(bucket.parameters.size());
     const std::vector<double> flags =
         flat.narrow(0, bucket.numel, count).to(DType::float64).cpu().to_vector<double>();
     const double ranks = double(group_->world_size());
-    offset = 0;
+    int64_t offset = 0;
     for (int64_t i = 0; i < count; ++i) {
         const Tensor& parameter = bucket.parameters[size_t(i)];
         const int64_t n = parameter.numel();

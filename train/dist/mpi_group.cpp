@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <mpi.h>
 
@@ -53,6 +54,59 @@ MPI_Datatype mpi_type(DType dtype) {
     return MPI_INT64_T;  // check_summable allowed nothing else
 }
 
+// Polls `requests` until all complete, and throws [dist] after `timeout` seconds. Past the
+// first thousand polls it sleeps 50 us between them, which frees the core for the rank that is
+// still computing when there are more ranks than cores (blocking MPI calls spin instead).
+void wait_all(std::vector<MPI_Request>& requests, double timeout, const char* op) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    const auto limit = std::chrono::duration<double>(timeout);
+    int done = 0;
+    for (int polls = 0;; ++polls) {
+        check_mpi(MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        if (done) return;
+        // main() names this rank when it prints the error.
+        LUMEN_CHECK(Clock::now() - start < limit, "dist", op, " did not complete within ", timeout,
+                    " s: another rank is stuck or gone (LUMEN_DIST_TIMEOUT sets the limit)");
+        if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+// The requests of one non-blocking collective (several when its count exceeds INT_MAX) and
+// the tensor they write.
+class MpiWork final : public Work {
+  public:
+    MpiWork(std::vector<MPI_Request> requests, Tensor buffer, double timeout, const char* op)
+        : requests_(std::move(requests)), buffer_(std::move(buffer)), timeout_(timeout), op_(op) {}
+    ~MpiWork() override {
+        // Abandoned unfinished (an error between start and wait, and the job is ending): MPI
+        // may still write into the buffer, and waiting could block on a failed rank, so the
+        // buffer is deliberately never freed.
+        if (!finished_) new Tensor(std::move(buffer_));
+    }
+    bool poll() override {
+        if (finished_) return true;
+        int done = 0;
+        check_mpi(MPI_Testall(int(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
+                  "MPI_Testall");
+        finished_ = done != 0;
+        return finished_;
+    }
+    void wait() override {
+        if (finished_) return;
+        wait_all(requests_, timeout_, op_);
+        finished_ = true;
+    }
+
+  private:
+    std::vector<MPI_Request> requests_;
+    Tensor buffer_;
+    double timeout_;
+    const char* op_;
+    bool finished_ = false;
+};
+
 class MpiGroup final : public ProcessGroup {
   public:
     MpiGroup() {
@@ -81,20 +135,24 @@ class MpiGroup final : public ProcessGroup {
     int world_size() const override { return size_; }
     std::string backend() const override { return "mpi"; }
 
-    void all_reduce(Tensor& x) override {
+    void all_reduce(Tensor& x) override { all_reduce_async(x)->wait(); }
+
+    std::unique_ptr<Work> all_reduce_async(Tensor& x) override {
         check_cpu("all_reduce", x);
         check_summable(x);
         auto* data = static_cast<uint8_t*>(x.data_ptr());
         const int64_t item = int64_t(x.element_size());
+        std::vector<MPI_Request> requests;
         for (int64_t done = 0; done < x.numel();) {
             const int count = int(std::min<int64_t>(x.numel() - done, INT_MAX));
             MPI_Request request;
             check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data + done * item, count, mpi_type(x.dtype()),
                                      MPI_SUM, MPI_COMM_WORLD, &request),
                       "MPI_Iallreduce");
-            wait(request, "all_reduce");
+            requests.push_back(request);
             done += count;
         }
+        return std::make_unique<MpiWork>(std::move(requests), x, timeout_, "all_reduce");
     }
 
     void broadcast(Tensor& x, int root) override {
@@ -137,24 +195,9 @@ class MpiGroup final : public ProcessGroup {
     void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
   private:
-    // Polls `request` until it completes, and throws [dist] after the timeout. Past the first
-    // thousand polls it sleeps 50 us between them, which frees the core for the rank that is
-    // still computing when there are more ranks than cores (blocking MPI calls spin instead).
     void wait(MPI_Request& request, const char* op) const {
-        using Clock = std::chrono::steady_clock;
-        const Clock::time_point start = Clock::now();
-        const auto limit = std::chrono::duration<double>(timeout_);
-        int done = 0;
-        for (int polls = 0;; ++polls) {
-            check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-            if (done) return;
-            // main() names this rank when it prints the error.
-            LUMEN_CHECK(Clock::now() - start < limit, "dist", op, " did not complete within ",
-                        timeout_,
-                        " s: another rank is stuck or gone (LUMEN_DIST_TIMEOUT sets the "
-                        "limit)");
-            if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
+        std::vector<MPI_Request> requests{request};
+        wait_all(requests, timeout_, op);
     }
 
     int rank_ = 0, size_ = 1;

@@ -6,6 +6,7 @@
 // with every kernel before and after.
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -50,13 +51,21 @@ class NcclGroup final : public ProcessGroup {
     int world_size() const override { return host_->world_size(); }
     std::string backend() const override { return "nccl"; }
 
-    void all_reduce(Tensor& x) override {
-        if (!on_gpu("all_reduce", x)) return host_->all_reduce(x);
+    void all_reduce(Tensor& x) override { all_reduce_async(x)->wait(); }
+
+    // Queued on the default stream behind the kernels that made x's values, so it needs no
+    // event; it does not overlap with later compute on that stream (a second stream would).
+    std::unique_ptr<Work> all_reduce_async(Tensor& x) override {
+        if (!on_gpu("all_reduce", x)) return host_->all_reduce_async(x);
         check_summable(x);
         check_nccl(ncclAllReduce(x.data_ptr(), x.data_ptr(), size_t(x.numel()),
                                  nccl_type(x.dtype()), ncclSum, comm_, cudaStream_t(0)),
                    "ncclAllReduce");
-        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+        struct Queued final : Work {
+            bool poll() override { return cudaStreamQuery(cudaStream_t(0)) == cudaSuccess; }
+            void wait() override { LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0))); }
+        };
+        return std::make_unique<Queued>();
     }
 
     void broadcast(Tensor& x, int root) override {

@@ -52,6 +52,15 @@ std::shared_ptr<ProcessGroup> world_group;  // what from_environment made
 
 }  // namespace
 
+std::unique_ptr<Work> ProcessGroup::all_reduce_async(Tensor& x) {
+    struct Finished final : Work {
+        bool poll() override { return true; }
+        void wait() override {}
+    };
+    all_reduce(x);
+    return std::make_unique<Finished>();
+}
+
 std::shared_ptr<ProcessGroup> single_process_group() {
     return std::make_shared<SingleProcessGroup>();
 }

@@ -13,6 +13,18 @@
 
 namespace lumen::train::dist {
 
+// A collective started by an *_async call. Its tensor must stay alive, and nobody may read or
+// write it, until wait() has returned.
+class Work {
+  public:
+    virtual ~Work() = default;
+    // Lets the backend move it on without blocking (MPI progresses a collective only inside its
+    // calls); true once it has completed.
+    virtual bool poll() = 0;
+    // Returns when it has completed; throws [dist] after the timeout (LUMEN_DIST_TIMEOUT).
+    virtual void wait() = 0;
+};
+
 // A group of `world_size()` processes, numbered 0..world_size()-1. Every collective must be
 // called by every rank in the same order with tensors of the same shape and dtype (as with
 // MPI); a rank that skips one leaves the others waiting. Tensors must be contiguous. All
@@ -28,6 +40,10 @@ class ProcessGroup {
     // x = sum over ranks of x, in place. float32, float64 or int64. Throws [all_reduce] for
     // another dtype or a non-contiguous tensor.
     virtual void all_reduce(Tensor& x) = 0;
+    // The same, started and returned at once, so that the caller computes while it runs (MPI's
+    // non-blocking collective; NCCL's, queued on the device). The same checks, thrown here.
+    // The default runs all_reduce() and returns finished work.
+    virtual std::unique_ptr<Work> all_reduce_async(Tensor& x);
     // x = rank `root`'s x on every rank, in place; any dtype. Throws [broadcast] for a
     // non-contiguous tensor or a root outside 0..world_size()-1.
     virtual void broadcast(Tensor& x, int root = 0) = 0;
