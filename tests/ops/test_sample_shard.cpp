@@ -3,6 +3,8 @@
 // ops give rank r exactly (bit for bit) rows r, r + N, ... of what one process draws for the
 // global batch of N b samples, gradients included, and leave the generator where that process
 // leaves it; a draw that cannot be split per sample throws.
+#include "core/sample_shard.h"
+#include "nn/checkpoint.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
