@@ -29,9 +29,7 @@ struct AttentionDropout {
 
 // Draws what dropout(map, p, true, generator) of a map of `map_numel` elements in `dtype` would
 // draw (advances the generator the same way). Two calls of the fused op given the same draw
-// drop the same entries (the differential attentions drop their fused map once). Under a
-// sample-shard context (core/sample_shard.h) it reserves the global map's blocks, and the
-// fused op, run under the same context, drops this rank's rows of the global map's mask.
+// drop the same entries (the differential attentions drop their fused map once).
 AttentionDropout draw_attention_dropout(double p, int64_t map_numel, DType dtype,
                                         Generator* generator = nullptr);
 
