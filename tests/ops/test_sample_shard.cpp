@@ -146,11 +146,12 @@ TEST_CASE("sample shard: rand, randn, randint and bernoulli draw the global rows
 
 TEST_CASE("sample shard: the fused attention's dropout is the global map's rows",
           "[ops][attention][dropout]") {
-    const int64_t heads = 2, world = 2, b = 2;
-    for (DType dtype : {DType::float32, DType::float64}) {
+    const int64_t heads = 2, b = 2;
+    for (auto [dtype, world] :
+         {std::pair<DType, int64_t>{DType::float32, 2}, {DType::float64, 2}, {DType::float32, 3}}) {
         // (N, M) = (5, 7): maps of 35 entries start inside Philox blocks; (4, 8): aligned.
         for (auto [n, m] : {std::pair<int64_t, int64_t>{5, 7}, {4, 8}}) {
-            INFO("dtype " << dtype << ", N " << n << ", M " << m);
+            INFO("dtype " << dtype << ", world " << world << ", N " << n << ", M " << m);
             auto attend = [&](const Tensor& qkv, Generator& g) {
                 const int64_t batch = qkv.size(0);
                 Tensor q = qkv.narrow(-1, 0, 6), k = qkv.narrow(-1, 6, 6);
@@ -222,6 +223,14 @@ TEST_CASE("sample shard: a draw whose size is not a multiple of the local batch 
     require_error([] { drop_path(ones({4, 2}), 0.5, true); }, {"[bernoulli]", "shape [4, 1]"});
     require_error([] { draw_attention_dropout(0.1, 10, DType::float32); },
                   {"[attention dropout]", "10 elements"});
+    {
+        // 8 map entries over a local batch of 4: half a (2, 2) map per sample.
+        SampleShardGuard quarter(0, 2, 4);
+        Tensor q = ones({2, 2, 3});
+        AttentionDropout draw = draw_attention_dropout(0.1, 8, DType::float32);
+        require_error([&] { scaled_dot_product_attention(q, q, q, {.dropout = draw}); },
+                      {"[scaled_dot_product_attention]", "expected whole (N, M) maps"});
+    }
     // Nothing drawn, nothing to split: p = 0, eval and empty tensors pass.
     CHECK(dropout(ones({4, 5}), 0.0).numel() == 20);
     CHECK(dropout(ones({4, 5}), 0.5, false).numel() == 20);
