@@ -1,11 +1,13 @@
 // The checkpoint node: forward under NoGradGuard; backward re-runs fn on detached inputs with
-// grad mode on and the default generator put back to the forward's state, then takes grad()
-// of the recomputed output with respect to those inputs and the params.
+// grad mode on, the default generator put back to the forward's state and the forward's
+// sample-shard context (core/sample_shard.h), so every mask is drawn again as it was; then
+// takes grad() of the recomputed output with respect to those inputs and the params.
 #include "nn/checkpoint.h"
 
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/sample_shard.h"
 
 namespace lumen::nn {
 
@@ -68,6 +70,7 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
         return out;
     }
     const uint64_t seed = default_generator().seed(), offset = default_generator().offset();
+    const SampleShard shard = sample_shard();
     Tensor out;
     {
         NoGradGuard no_grad;
@@ -82,39 +85,41 @@ Tensor checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& input
         needs_grad.push_back(input.defined() && input.requires_grad());
     }
     const size_t count = inputs.size();
-    record_backward("checkpoint", all, out,
-                    [fn, saved, needs_grad, params, count, seed, offset](const Tensor& grad_out) {
-                        // Fresh leaves for the inputs: the recomputed graph ends at them.
-                        std::vector<Tensor> leaves;
-                        std::vector<Tensor> wrt;
-                        std::vector<size_t> position;  // index in the node's inputs
-                        for (size_t i = 0; i < count; ++i) {
-                            Tensor leaf = saved[i].get().detach();
-                            if (needs_grad[i]) {
-                                leaf.requires_grad_();
-                                wrt.push_back(leaf);
-                                position.push_back(i);
-                            }
-                            leaves.push_back(leaf);
-                        }
-                        for (size_t j = 0; j < params.size(); ++j) {
-                            if (!params[j].requires_grad()) continue;
-                            wrt.push_back(params[j]);
-                            position.push_back(count + j);
-                        }
-                        Tensor again;
-                        {
-                            GeneratorReplay replay(seed, offset);
-                            GradModeGuard grad_mode(true);
-                            RecomputeGuard recompute;
-                            again = fn(leaves);
-                        }
-                        std::vector<Tensor> grads(count + params.size());
-                        if (wrt.empty() || !again.requires_grad()) return grads;
-                        std::vector<Tensor> computed = grad({again}, wrt, {grad_out});
-                        for (size_t k = 0; k < wrt.size(); ++k) grads[position[k]] = computed[k];
-                        return grads;
-                    });
+    record_backward(
+        "checkpoint", all, out,
+        [fn, saved, needs_grad, params, count, seed, offset, shard](const Tensor& grad_out) {
+            // Fresh leaves for the inputs: the recomputed graph ends at them.
+            std::vector<Tensor> leaves;
+            std::vector<Tensor> wrt;
+            std::vector<size_t> position;  // index in the node's inputs
+            for (size_t i = 0; i < count; ++i) {
+                Tensor leaf = saved[i].get().detach();
+                if (needs_grad[i]) {
+                    leaf.requires_grad_();
+                    wrt.push_back(leaf);
+                    position.push_back(i);
+                }
+                leaves.push_back(leaf);
+            }
+            for (size_t j = 0; j < params.size(); ++j) {
+                if (!params[j].requires_grad()) continue;
+                wrt.push_back(params[j]);
+                position.push_back(count + j);
+            }
+            Tensor again;
+            {
+                GeneratorReplay replay(seed, offset);
+                SampleShardGuard same_shard(shard.rank, shard.world, shard.batch);
+                GradModeGuard grad_mode(true);
+                RecomputeGuard recompute;
+                again = fn(leaves);
+            }
+            std::vector<Tensor> grads(count + params.size());
+            if (wrt.empty() || !again.requires_grad()) return grads;
+            std::vector<Tensor> computed = grad({again}, wrt, {grad_out});
+            for (size_t k = 0; k < wrt.size(); ++k) grads[position[k]] = computed[k];
+            return grads;
+        });
     return out;
 }
 

@@ -9,6 +9,7 @@
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
 #include "core/profiler.h"
+#include "core/sample_shard.h"
 #include "ops/attention_kernels.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -84,8 +85,10 @@ AttentionDropout draw_attention_dropout(double p, int64_t map_numel, DType dtype
     LUMEN_CHECK(p >= 0.0 && p <= 1.0, "attention dropout", "p must be in [0, 1], got ", p);
     if (p == 0.0) return {};
     Generator& gen = generator ? *generator : default_generator();
-    // The blocks dropout(map) reserves (ops/dropout.cpp), so the masks are the same.
-    uint64_t offset = gen.advance(philox_blocks(map_numel, uniform_per_block(dtype)));
+    // The blocks dropout(map) reserves (ops/dropout.cpp), so the masks are the same: sharded,
+    // those of the global map.
+    const ShardMap shard = sample_shard_map("attention dropout", {map_numel});
+    uint64_t offset = gen.advance(philox_blocks(map_numel * shard.world, uniform_per_block(dtype)));
     return {p, gen.seed(), offset};
 }
 
@@ -99,6 +102,7 @@ Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v,
     if (options.causal) scores = add(scores, causal_mask(q.size(r - 2), q.dtype(), q.device()));
     Tensor weights = softmax(scores, -1);
     if (options.dropout.p > 0.0) {
+        // Under a sample-shard context dropout takes this rank's rows of the global map's mask.
         Generator replay(options.dropout.seed);
         replay.set_offset(options.dropout.offset);
         weights = dropout(weights, options.dropout.p, true, &replay);
@@ -125,6 +129,12 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
     p.has_bias = options.bias.defined();
     p.dropout_p = options.dropout.p;
     p.seed = options.dropout.seed, p.offset = options.dropout.offset;
+    // The draw was made under the calling thread's context (the modules draw right before the
+    // call), so the same map applies; the backward keeps it in p.
+    if (p.dropout_p > 0.0) p.shard = sample_shard_map(kOp, map);
+    LUMEN_CHECK(p.shard.is_identity() || p.shard.per % (n * m) == 0, kOp,
+                "data-parallel sample sharding splits the map ", map, " into ", p.shard.per,
+                " entries per sample; expected whole (N, M) maps");
 
     Tensor q, k, v, bias;
     {

@@ -10,14 +10,16 @@
 // same memory: the kernel serialises those (lse is (batch..., N), float dtype of q).
 //
 // Element (e, i, j) of the map (e the row-major batch index) is dropped when the uniform of
-// Philox element e N M + i M + j (ops/dropout_kernels.h: word (idx % 4) of block
-// offset + idx / 4 in float32, words 2 (idx % 2), +1 of block offset + idx / 2 in float64)
-// is >= 1 - p; kept entries are scaled by 1 / (1 - p).
+// Philox element idx = shard.global(e N M + i M + j) (ops/dropout_kernels.h: word (idx % 4) of
+// block offset + idx / 4 in float32, words 2 (idx % 2), +1 of block offset + idx / 2 in
+// float64) is >= 1 - p; kept entries are scaled by 1 / (1 - p). shard.per is a multiple of
+// N M (ops/attention.cpp checks it), so a row of the map is a run of M global elements.
 #pragma once
 
 #include <cstdint>
 
 #include "core/cuda_guard.h"
+#include "core/sample_shard.h"
 #include "core/strided.h"
 
 namespace lumen {
@@ -30,6 +32,7 @@ struct AttentionProblem {
     bool has_bias = false;
     double dropout_p = 0.0;
     uint64_t seed = 0, offset = 0;
+    ShardMap shard;  // the identity unless the dropout was drawn under a sample shard
 };
 
 namespace cpu {

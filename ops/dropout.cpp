@@ -1,11 +1,14 @@
 // dropout (fused mask draw and scaling, dedicated backward from the saved uint8 mask) and
 // drop_path (a composite of bernoulli and a broadcast mul: its mask has one value per sample).
-// Kernels in ops/cpu/dropout.cpp and ops/cuda/dropout.cu.
+// Kernels in ops/cpu/dropout.cpp and ops/cuda/dropout.cu. Under a sample-shard context
+// (core/sample_shard.h) the masks are this rank's rows of the global batch's masks: dropout's
+// kernels take the map, bernoulli draws the global mask and keeps this rank's samples.
 #include "ops/dropout.h"
 
 #include "core/autograd.h"
 #include "core/cuda_guard.h"
 #include "core/profiler.h"
+#include "core/sample_shard.h"
 #include "ops/dropout_kernels.h"
 #include "ops/elementwise.h"
 #include "ops/random.h"
@@ -34,8 +37,11 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     check_probability(p, "p", op);
     if (!training || p == 0.0) return input;
     Generator& gen = generator ? *generator : default_generator();
-    // The blocks bernoulli(shape, 1 - p, dtype) would reserve, so masks match it.
-    uint64_t offset = gen.advance(philox_blocks(input.numel(), uniform_per_block(input.dtype())));
+    // The blocks bernoulli(shape, 1 - p, dtype) would reserve, so masks match it; sharded,
+    // those of the global tensor (world times the elements).
+    const ShardMap shard = sample_shard_map(op, input.shape());
+    uint64_t offset =
+        gen.advance(philox_blocks(input.numel() * shard.world, uniform_per_block(input.dtype())));
     double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
     Tensor x;
     {
@@ -46,8 +52,8 @@ Tensor dropout(const Tensor& input, double p, bool training, Generator* generato
     Tensor mask = empty(x.shape(), DType::uint8, x.device());
     StridedView x_view = strided(x, op), out_view = strided(out, op), mask_view = strided(mask, op);
     if (x.numel() > 0)
-        LUMEN_DISPATCH(x, dropout_forward, gen.seed(), offset, 1.0 - p, scale, x_view, out_view,
-                       mask_view);
+        LUMEN_DISPATCH(x, dropout_forward, gen.seed(), offset, 1.0 - p, scale, shard, x_view,
+                       out_view, mask_view);
     // grad_x = grad_y * mask / (1 - p)
     record_backward(op, {input}, out, [scale, op, saved_mask = save(mask)](const Tensor& grad_out) {
         Tensor mask = saved_mask.get();

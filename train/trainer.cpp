@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "core/autograd.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/sample_shard.h"
 #include "nn/state_dict.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -163,6 +165,11 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
         schedule_->apply(*optimizer_, step_);
     const Task& task = *options_.task;
     Tensor x = batch[0].to(options_.device), y = batch[1].to(options_.device);
+    // Data-parallel: this rank's dropout masks are its rows of the global batch's masks
+    // (core/sample_shard.h), over forward, loss and backward (a checkpoint's recompute).
+    std::optional<SampleShardGuard> shard;
+    if (options_.group->world_size() > 1)
+        shard.emplace(options_.group->rank(), options_.group->world_size(), x.size(0));
     std::vector<Tensor> outputs;
     Tensor loss;
     {
@@ -179,6 +186,7 @@ double Trainer::train_batch(const std::vector<Tensor>& batch, bool first_micro, 
         LeafReadyHookGuard overlap(last_micro && reducer_ ? reducer_->hook() : LeafReadyHook());
         (scaler_ ? scaler_->scale(loss) : loss).backward();
     }
+    shard.reset();
     int64_t correct = 0, examples = x.size(0);
     if (task.counts_correct()) {
         NoGradGuard no_grad;

@@ -68,7 +68,8 @@ ConstMap<T> rows_of(const StridedView& view, int64_t e, int64_t row, int64_t row
 }
 
 // The tile's dropout factors: z[r][c] = 1 / (1 - p) if map entry (e, i0 + r, j0 + c) is kept,
-// else 0 (ops/attention_kernels.h gives the element-to-word mapping).
+// else 0 (ops/attention_kernels.h gives the element-to-word mapping; under a sample shard a
+// row's M entries are M consecutive global elements from shard.global of its first).
 template <typename T>
 struct DropoutTile {
     const AttentionProblem& p;
@@ -82,7 +83,7 @@ struct DropoutTile {
     void fill(int64_t e, int64_t i0, int64_t rows, int64_t j0, int64_t cols, T* z, int64_t ldz) {
         constexpr int64_t kPer = kUniformsPerBlock<T>;
         for (int64_t r = 0; r < rows; ++r) {
-            const int64_t first = (e * p.n + i0 + r) * p.m + j0;
+            const int64_t first = p.shard.global((e * p.n + i0 + r) * p.m) + j0;
             const int64_t block0 = first / kPer, blocks = (first + cols - 1) / kPer - block0 + 1;
             words.resize(size_t(4 * blocks));
             philox_words(p.seed, p.offset + uint64_t(block0), blocks, words.data());

@@ -1,7 +1,9 @@
 // CPU dropout: the keep mask drawn from Philox4x32-10 blocks (core/philox.h) and applied in
 // the same pass. Blocks are computed 8 at a time (in AVX2 lanes where available); the words
 // equal philox4x32's exactly. Work is split over whole blocks and each element depends on
-// (seed, offset, index) only, so masks do not depend on the thread count.
+// (seed, offset, index) only, so masks do not depend on the thread count. Under a sample shard
+// (core/sample_shard.h) each local sample is a run of `per` consecutive global elements, drawn
+// batch by batch the same way.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -102,6 +104,45 @@ void forward_typed(uint64_t seed, uint64_t offset, T keep_prob, T scale, const T
         });
 }
 
+// Sharded: local sample s, elements [s per, (s + 1) per), is the global run [g, g + per) with
+// g = shard.global(s per). Each task draws one 8-block batch overlapping that run and keeps
+// the overlap, so every element gets the words the unsharded loop gives its global index.
+template <typename T>
+void forward_sharded(uint64_t seed, uint64_t offset, T keep_prob, T scale, const ShardMap& shard,
+                     const T* x, T* out, uint8_t* mask, int64_t numel) {
+    constexpr int64_t kPer = kUniformsPerBlock<T>;
+    constexpr int64_t kBatch = kLanes * kPer;
+    const int64_t per = shard.per, samples = numel / per;
+    // A run of `per` elements overlaps at most this many batches, however it is aligned.
+    const int64_t spans = (per + kBatch - 1) / kBatch + 1;
+    parallel_for(0, samples * spans, std::max<int64_t>(1, kGrainSize / kBatch),
+                 [&](int64_t lo, int64_t hi) {
+                     alignas(32) uint32_t words[4 * kLanes];
+                     alignas(32) T factor[kBatch];
+                     alignas(32) uint8_t keep[kBatch];
+                     const T threshold = keep_prob, kept_factor = scale;
+                     for (int64_t task = lo; task < hi; ++task) {
+                         const int64_t sample = task / spans;
+                         const int64_t begin = shard.global(sample * per), end = begin + per;
+                         const int64_t batch = begin / kBatch + task % spans;
+                         const int64_t first = std::max(batch * kBatch, begin);
+                         const int64_t count = std::min((batch + 1) * kBatch, end) - first;
+                         if (count <= 0) continue;
+                         philox_lanes(seed, offset + uint64_t(batch * kLanes), words);
+                         for (int64_t e = 0; e < kBatch; ++e) {
+                             bool kept = uniform_at<T>(words, e) < threshold;
+                             keep[e] = uint8_t(kept);
+                             factor[e] = kept ? kept_factor : T(0);
+                         }
+                         const int64_t local = sample * per + (first - begin);
+                         const int64_t skip = first - batch * kBatch;
+                         for (int64_t e = 0; e < count; ++e)
+                             out[local + e] = x[local + e] * factor[skip + e];
+                         std::memcpy(mask + local, keep + skip, size_t(count));
+                     }
+                 });
+}
+
 }  // namespace
 
 void philox_words(uint64_t key, uint64_t first, int64_t blocks, uint32_t* words) {
@@ -114,10 +155,16 @@ void philox_words(uint64_t key, uint64_t first, int64_t blocks, uint32_t* words)
 }
 
 void dropout_forward(uint64_t seed, uint64_t offset, double keep_prob, double scale,
-                     const StridedView& x, const StridedView& out, const StridedView& mask) {
+                     const ShardMap& shard, const StridedView& x, const StridedView& out,
+                     const StridedView& mask) {
     dispatch_floating(x.dtype, "dropout", [&]<typename T>() {
-        forward_typed<T>(seed, offset, T(keep_prob), T(scale), x.ptr<const T>(), out.ptr<T>(),
-                         mask.ptr<uint8_t>(), x.numel());
+        if (shard.is_identity()) {
+            forward_typed<T>(seed, offset, T(keep_prob), T(scale), x.ptr<const T>(), out.ptr<T>(),
+                             mask.ptr<uint8_t>(), x.numel());
+        } else {
+            forward_sharded<T>(seed, offset, T(keep_prob), T(scale), shard, x.ptr<const T>(),
+                               out.ptr<T>(), mask.ptr<uint8_t>(), x.numel());
+        }
     });
 }
 

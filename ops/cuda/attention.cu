@@ -76,25 +76,29 @@ Operand<T> operand(const StridedView& view) {
 // The views the kernels index as contiguous (an empty one holds nothing to index).
 [[maybe_unused]] bool dense(const StridedView& view) { return view.numel() == 0 || is_dense(view); }
 
-// The dropout of the map (ops/attention_kernels.h): entry idx = (e N + i) M + j.
+// The dropout of the map (ops/attention_kernels.h): entry idx = (e N + i) M + j, drawn as
+// global element shard.global(idx) (the identity unless drawn under a sample shard).
 template <typename T>
 struct Dropout {
     bool active = false;
     uint64_t seed = 0, offset = 0;
     T keep = 1, factor = 1;
+    ShardMap shard;
 
     // Z of entry idx: factor if its uniform is below keep, else 0 (ops/cuda/dropout.cu's test).
     __device__ T at(int64_t idx) const {
         constexpr int kPer = kUniformsPerBlock<T>;
-        const Philox4 bits = philox4x32(seed, offset + uint64_t(idx / kPer));
-        return uniform_at<T>(bits.x, idx % kPer) < keep ? factor : T(0);
+        const int64_t global = shard.global(idx);
+        const Philox4 bits = philox4x32(seed, offset + uint64_t(global / kPer));
+        return uniform_at<T>(bits.x, global % kPer) < keep ? factor : T(0);
     }
 };
 
 template <typename T>
 Dropout<T> dropout_of(const AttentionProblem& p) {
     const double keep = 1.0 - p.dropout_p;
-    return {p.dropout_p > 0.0, p.seed, p.offset, T(keep), keep > 0.0 ? T(1.0 / keep) : T(0)};
+    return {
+        p.dropout_p > 0.0, p.seed, p.offset, T(keep), keep > 0.0 ? T(1.0 / keep) : T(0), p.shard};
 }
 
 unsigned grid_of(int64_t items) { return unsigned(std::clamp<int64_t>(items, 1, kMaxBlocks)); }

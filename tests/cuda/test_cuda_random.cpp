@@ -1,10 +1,12 @@
 // CPU/CUDA parity of the counter-based random ops: with the same seed and offset, rand,
 // randint, bernoulli and dropout masks are bit-identical on both devices and randn agrees to
 // the last bits of the device's log / sin / cos; generators advance identically over a
-// sequence of calls; dropout's gradient uses the same mask. Skips with a message without a GPU.
+// sequence of calls; dropout's gradient uses the same mask; under a sample shard
+// (core/sample_shard.h) both devices draw the same rows. Skips with a message without a GPU.
 #include <cmath>
 #include <vector>
 
+#include "core/sample_shard.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -153,4 +155,34 @@ TEST_CASE("bernoulli: CUDA reports an invalid probability like the CPU", "[cuda]
     require_error([&] { bernoulli(p); }, {"[bernoulli]", "got 1.5", "flat index 2"});
     Tensor nan = tensor({0.5, std::nan("")}, {2}, DType::float64).cuda();
     require_error([&] { bernoulli(nan); }, {"[bernoulli]", "flat index 1"});
+}
+
+TEST_CASE("sample shard: CUDA draws the rows the CPU draws (dropout, drop_path, attention)",
+          "[cuda][ops][dropout]") {
+    if (!have_gpu()) return;
+    const int64_t world = 3, b = 2, heads = 2, n = 5, m = 7;
+    for (DType dtype : {DType::float32, DType::float64}) {
+        INFO(dtype_name(dtype));
+        Tensor x = random_input({b, 5, 7}, 43, 0.5, 1.5).to(dtype);
+        // q = k = 0: every weight is 1 / M, so with v = I the output is the map's z / M.
+        Tensor q = zeros({b, heads, n, 4}, dtype), k = zeros({b, heads, m, 4}, dtype);
+        Tensor v = eye(m, -1, dtype).expand({b, heads, m, m}).contiguous();
+        for (int64_t rank = 0; rank < world; ++rank) {
+            SampleShardGuard shard(rank, world, b);
+            Generator cpu_gen(9), gpu_gen(9);
+            require_identical(dropout(x.cuda(), 0.4, true, &gpu_gen),
+                              dropout(x, 0.4, true, &cpu_gen));
+            require_identical(drop_path(x.cuda(), 0.5, true, true, &gpu_gen),
+                              drop_path(x, 0.5, true, true, &cpu_gen));
+            AttentionDropout draw = draw_attention_dropout(0.5, b * heads * n * m, dtype, &cpu_gen);
+            Tensor on_cpu = scaled_dot_product_attention(q, k, v, {.dropout = draw});
+            Tensor on_gpu =
+                scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), {.dropout = draw});
+            // The same entries dropped, whatever the last bits of the kept ones.
+            Tensor dropped_gpu = eq(on_gpu.cpu(), 0.0).to(DType::float64);
+            CHECK(dropped_gpu.to_vector<double>() ==
+                  eq(on_cpu, 0.0).to(DType::float64).to_vector<double>());
+            require_close(on_gpu.cpu(), on_cpu, 1e-6, 0);
+        }
+    }
 }

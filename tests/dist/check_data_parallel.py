@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Data-parallel `lumen train` under mpirun (ctest `data_parallel`, registered when MPI is built).
 
-1. Equivalence: 2 ranks with batch 8 end (after 20 steps, float32) with the weights of one
-   process with batch 16, within 1e-5 relative (per tensor: max |a - b| / max |b|), and their
-   sharded evaluation gives the same test accuracy and loss; only rank 0 writes a run directory.
+1. Equivalence: 2 ranks with batch 8 end (after 20 steps, float32, with dropout, attention
+   dropout, drop path and random flips) with the weights of one process with batch 16, within
+   1e-5 relative (per tensor: max |a - b| / max |b|), and their sharded evaluation gives the
+   same test accuracy and loss; only rank 0 writes a run directory.
 2. Resume with another number of ranks: 2 ranks stop after epoch 1 of 2, one process resumes
    with batch 16 and ends with the weights of the one-process run; the same from inside an
    epoch, 2 ranks resumed by one process and one process by 2 ranks; a batch size that does
@@ -33,11 +34,13 @@ CONFIG = {
     "name": "dp",
     "seed": 3,
     # 160 images: 10 steps of 16 (or 2 x 8) per epoch, no padding of the shards.
+    # Random flips: drawn per example from (seed, epoch, index), whichever rank loads it.
     "data": {"dataset": "synthetic", "batch_size": 16, "train_subset": 160, "test_subset": 64,
-             "num_workers": 1},
-    # No dropout: the ranks' forward passes draw from their own generators.
+             "num_workers": 1, "hflip": 0.5},
+    # Dropout masks are keyed per sample (core/sample_shard.h): each rank draws its rows of the
+    # one-process batch's masks, so the runs agree with every kind of dropout on.
     "model": {"name": "dgvit", "embed_dim": 16, "depth": 1, "num_heads": 2, "patch_size": 7,
-              "drop": 0.0},
+              "drop": 0.1, "attn_drop": 0.1, "drop_path": 0.1},
     "optim": {"lr": 0.003},
     "schedule": {"name": "cosine", "interval": "step", "warmup": 3},
     "train": {"epochs": 2, "log_every": 2, "threads": 1},
