@@ -7,6 +7,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/profiler.h"
 #include "ops/elementwise.h"
 
 namespace lumen::train::dist {
@@ -163,6 +164,7 @@ void GradientReducer::reset() {
 }
 
 void GradientReducer::start(Bucket& bucket) {
+    profiler::Scope profile(profiler::Kind::op, "grad all_reduce start");
     // Layout of the buffer: every gradient flattened, then one flag per parameter (1 where this
     // rank has a gradient), so that the sum also says whether any rank had one.
     const Tensor& first = bucket.parameters[0];
@@ -182,7 +184,11 @@ void GradientReducer::start(Bucket& bucket) {
 }
 
 void GradientReducer::finish(Bucket& bucket) {
-    bucket.work->wait();
+    {
+        // The communication backward did not hide, in `lumen train --profile`'s table.
+        profiler::Scope profile(profiler::Kind::op, "grad all_reduce wait", &bucket.flat);
+        bucket.work->wait();
+    }
     const Tensor& flat = bucket.flat;
     const int64_t count = int64_t(bucket.parameters.size());
     const std::vector<double> flags =
