@@ -128,6 +128,32 @@ def main():
         print(f"test accuracy {two['test_accuracy']} and loss {two['test_loss']:.6f} "
               f"(one process: {one['test_loss']:.6f})")
 
+        # lumen eval under mpirun: each rank a block of the test set, the same files as one
+        # process writes (rank 0 writes them).
+        run([lumen, "eval", "one/dp"], cwd)
+        single = {ext: open(os.path.join(cwd, "one/dp/eval_test." + ext)).read()
+                  for ext in ("json", "csv")}
+        run(mpi + ["-np", "2", lumen, "eval", "one/dp"], cwd)
+        sharded = json.load(open(os.path.join(cwd, "one/dp/eval_test.json")))
+        alone = json.loads(single["json"])
+        for key in ("count", "metrics", "confusion_matrix"):
+            assert sharded.get(key) == alone.get(key), (key, sharded, alone)
+        assert abs(sharded["loss"] - alone["loss"]) <= 1e-6 * abs(alone["loss"]), (sharded, alone)
+        rows = [line.split(",") for line in open(os.path.join(cwd, "one/dp/eval_test.csv"))]
+        rows_alone = [line.split(",") for line in single["csv"].splitlines(True)]
+        assert len(rows) == len(rows_alone) == alone["count"] + 1, (len(rows), len(rows_alone))
+        for a, b in zip(rows, rows_alone):  # names and classes equal, probabilities to 1e-6
+            assert len(a) == len(b), (a, b)
+            for x, y in zip(a, b):
+                try:
+                    assert abs(float(x) - float(y)) <= 1e-6, (a, b)
+                except ValueError:
+                    assert x == y, (a, b)
+        print(f"lumen eval on 2 ranks: {sharded['metrics']}, the per-case rows of one process")
+        output = run(mpi + ["-np", "2", lumen, "predict", "one/dp", "dp.json", "--out", "p"], cwd,
+                     False)
+        assert "predict runs as one process" in output, output[-2000:]
+
         run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=resume",
                                           "--set", "data.batch_size=8",
                                           "--set", "train.max_steps=10"], cwd)

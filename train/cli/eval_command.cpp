@@ -25,6 +25,8 @@
 #include "train/checkpoint.h"
 #include "train/cli/experiment.h"
 #include "train/cli/train_command.h"
+#include "train/config.h"
+#include "train/dist/data_parallel.h"
 
 namespace lumen::train::cli {
 
@@ -41,9 +43,10 @@ struct LoadedRun {
 };
 
 // RUN_DIR (its best checkpoint when `prefer_best` and there is one, else its latest) or a
-// checkpoint file (the run directory is then the folder above its checkpoints/ folder).
+// checkpoint file (the run directory is then the folder above its checkpoints/ folder). With
+// a group of several ranks, rank 0 makes the demo data while the others wait.
 LoadedRun load_run(const Arguments& a, const std::string& target, bool prefer_best,
-                   std::ostream& out) {
+                   std::ostream& out, dist::ProcessGroup* group = nullptr) {
     LUMEN_CHECK(fs::exists(target), "lumen", target, " does not exist");
     LoadedRun run;
     if (fs::is_directory(target)) {
@@ -61,8 +64,9 @@ LoadedRun load_run(const Arguments& a, const std::string& target, bool prefer_be
     train::RawConfig raw = train::RawConfig::parse(run.state.config_json, run.checkpoint);
     apply_flags(a, raw);
     run.config = resolve_training_config(raw);
-    run.device = setup_runtime(run.config);
-    ensure_demo_data(run.config, out);
+    run.device = rank_device(setup_runtime(run.config));
+    if (!group || group->rank() == 0) ensure_demo_data(run.config, out);
+    if (group) group->barrier();
     return run;
 }
 
@@ -125,7 +129,12 @@ void write_eval_files(const std::string& run_dir, const std::string& split,
 
 }  // namespace
 
-int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
+int run_eval_command(const std::vector<std::string>& args, std::ostream& rank0_out) {
+    // Under mpirun each rank evaluates its block of the split, the metrics are gathered, and
+    // rank 0 prints and writes, as lumen train's evaluation (docs/distributed.md).
+    std::shared_ptr<dist::ProcessGroup> group = dist::ProcessGroup::from_environment();
+    std::ostream silent(nullptr);
+    std::ostream& out = group->rank() == 0 ? rank0_out : silent;
     Arguments a = parse_arguments(args, "eval", {"--split", "--device", "--threads", "--set"});
     if (a.help) {
         out << "usage: lumen eval RUN_DIR|CHECKPOINT [--split test|train] [--device cpu|cuda] "
@@ -136,21 +145,24 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out) {
     }
     LUMEN_CHECK(a.positional.size() == 1, "lumen", "eval takes one RUN_DIR or CHECKPOINT, got ",
                 a.positional.size());
-    LoadedRun run = load_run(a, a.positional[0], false, out);
+    LoadedRun run = load_run(a, a.positional[0], false, out, group.get());
+    dist::check_same_config(*group, train::config_to_json(run.config));
+    group = dist::ProcessGroup::from_environment(run.device);  // NCCL for CUDA
     const std::string split = a.split.value_or("test");
     DataShape shape;
     std::vector<datasets::CaseInfo> cases;
-    auto data = build_eval_data(run.config, split, &shape, &cases, run.run_dir);
+    auto data = build_eval_data(run.config, split, &shape, &cases, run.run_dir,
+                                {.rank = group->rank(), .world_size = group->world_size()});
     std::shared_ptr<nn::Module> model = build_model(run.config, shape, false);
     train::load_checkpoint_weights(run.checkpoint, *model);
     model->to(run.device);
     std::shared_ptr<train::Task> task = build_task(run.config, shape);
-    train::EvalResult r = train::evaluate(*model, *data, *task, run.device);
+    train::EvalResult r = train::evaluate(*model, *data, *task, run.device, group.get());
     out << "checkpoint " << run.checkpoint << " (epoch " << run.state.epoch << ", step "
         << run.state.step << ")\n"
         << split << " split: " << r.count << " examples, "
         << metrics_line(r, task->primary_metric()) << " (" << number_text(r.seconds) << " s)\n";
-    write_eval_files(run.run_dir, split, r, cases, run.checkpoint, out);
+    if (group->rank() == 0) write_eval_files(run.run_dir, split, r, cases, run.checkpoint, out);
     return 0;
 }
 
@@ -260,6 +272,12 @@ int run_predict_command(const std::vector<std::string>& args, std::ostream& out)
                "run reads a .csv/.tsv's text column, a row each, or a whole other file).\n";
         return 0;
     }
+    LUMEN_CHECK(dist::launcher_world_size() == 1, "lumen",
+                "predict runs as one process, but "
+                "mpirun started ",
+                dist::launcher_world_size(),
+                " ranks, which would all write "
+                "the same files; run it without mpirun");
     LUMEN_CHECK(a.positional.size() >= 2, "lumen",
                 "predict needs RUN_DIR|CHECKPOINT and at least one INPUT (see 'lumen predict "
                 "--help')");

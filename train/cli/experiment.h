@@ -81,10 +81,12 @@ struct DataShard {
 DataSplits build_data(const nn::Options& config, const std::string& run_dir = "",
                       DataShard shard = {});
 // One split without augmentation ("train" or "test"), for `lumen eval`; `cases` receives the
-// examples' origins (layouts only).
+// examples' origins (layouts only), all of them whatever the shard. Under mpirun, `shard`
+// gives this rank its block of the split (train::evaluate gathers the metrics).
 std::shared_ptr<train::BatchSource> build_eval_data(
     const nn::Options& config, const std::string& split, DataShape* shape,
-    std::vector<datasets::CaseInfo>* cases = nullptr, const std::string& run_dir = "");
+    std::vector<datasets::CaseInfo>* cases = nullptr, const std::string& run_dir = "",
+    DataShard shard = {});
 // The task of the data (data.dataset's) or task.name. Throws [config] for a task the layout
 // cannot give.
 std::string task_kind(const nn::Options& config, const DataShape& data);

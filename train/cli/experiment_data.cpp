@@ -240,7 +240,7 @@ DataSplits build_data(const nn::Options& config, const std::string& run_dir, Dat
 std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
                                                     const std::string& split, DataShape* shape,
                                                     std::vector<datasets::CaseInfo>* cases,
-                                                    const std::string& run_dir) {
+                                                    const std::string& run_dir, DataShard shard) {
     LUMEN_CHECK(split == "train" || split == "test", "lumen",
                 "--split must be train or test, got '", split, "'");
     if (is_layout(config.get_string("data.dataset"))) {
@@ -248,11 +248,11 @@ std::shared_ptr<train::BatchSource> build_eval_data(const nn::Options& config,
         const std::string name = split == "train" ? "train" : eval_split(layout);
         if (shape) *shape = layout_shape(config, layout, name);
         if (cases) *cases = layout.split(name).cases;
-        return layout_source(config, layout, name, false);
+        return layout_source(config, layout, name, false, shard);
     }
     Split data = load_split(config, split == "train");
     if (shape) *shape = shape_of(config, data);
-    return make_source(config, data, false);
+    return make_source(config, data, false, shard);
 }
 
 }  // namespace lumen::train::cli

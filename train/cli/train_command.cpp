@@ -149,16 +149,10 @@ constexpr const char* kTrainUsage =
 
 }  // namespace
 
-namespace {
-
-// train.device under mpirun: "cuda" means this rank's GPU, one rank per GPU of its machine
-// (local rank modulo the GPU count), as torchrun's LOCAL_RANK convention.
 Device rank_device(Device device) {
     if (!device.is_cuda() || dist::launcher_world_size() == 1) return device;
     return Device::cuda(dist::launcher_local_rank() % std::max(1, cuda_device_count()));
 }
-
-}  // namespace
 
 int run_train_command(const std::vector<std::string>& args, std::ostream& rank0_out) {
     // The group first: after it, an error on any rank ends the whole job (main's abort)

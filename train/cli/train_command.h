@@ -38,6 +38,9 @@ Arguments parse_arguments(const std::vector<std::string>& args, const std::strin
 void apply_flags(const Arguments& a, train::RawConfig& raw);
 // Threads and device from a resolved config; throws [lumen] for CUDA without a device.
 Device setup_runtime(const nn::Options& config);
+// The device of this rank: under mpirun, "cuda" means the GPU of its local rank on its machine
+// (local rank modulo the GPU count, torchrun's LOCAL_RANK convention); else `device`.
+Device rank_device(Device device);
 // The newest valid checkpoint of a run; each damaged newer one is named in a warning on `out`.
 std::string latest_checkpoint(const std::string& run_dir, std::ostream& out);
 
