@@ -1,11 +1,11 @@
 // bench_ops: issue 3's speed goals, the workloads of bench/torch_ops.py in lumen. Every
 // workload is forward + backward through autograd with a fixed upstream gradient, as in
-// training: dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256);
-// the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k tokens (the
-// figures per token show how time grows with L). One JSON object per line (bench/run.sh);
-// entries conv3x3_b8_c64_56, dwconv3x3_b8_c256_56, <op>_64x1024x256, selective_scan_l<L>,
-// fftconv_l<L>. --device cuda runs them on the GPU.
-// Usage: bench_ops [--threads N] [--repeats R] [--only names] [--device cpu|cuda]
+// training: dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and GELU on
+// (64, 1024, 256); the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k
+// tokens (the figures per token show how time grows with L). One JSON object per line
+// (bench/run.sh); entries conv3x3_b8_c64_56, conv3x3x3_b1_c32_32x64x64, dwconv3x3_b8_c256_56,
+// <op>_64x1024x256, selective_scan_l<L>, fftconv_l<L>. --device cuda runs them on the GPU. Usage:
+// bench_ops [--threads N] [--repeats R] [--only names] [--device cpu|cuda]
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,6 +30,16 @@ void bench_conv(const Options& options) {
         double s = median_seconds(fwd_bwd([=] { return conv2d(x, w, Tensor(), {1}, {1}); }, {x, w}),
                                   2, repeats);
         report("conv3x3_b8_c64_56", "GFLOP/s", 3.0 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s);
+    }
+    if (selected(options, "conv3x3x3_b1_c32_32x64x64")) {
+        // The full-resolution 3x3x3 convolutions of the UNETR head on a 32x64x64 volume
+        // (feature_size 32): most of a ctx ViT 3-D step (bench_models --profile).
+        Tensor x3 = leaf(randn({1, 32, 32, 64, 64}, DType::float32, &generator));
+        Tensor w3 = leaf(randn({32, 32, 3, 3, 3}, DType::float32, &generator));
+        double s = median_seconds(
+            fwd_bwd([=] { return conv3d(x3, w3, Tensor(), {1}, {1}); }, {x3, w3}), 2, repeats);
+        report("conv3x3x3_b1_c32_32x64x64", "GFLOP/s",
+               3.0 * 2 * 32 * 32 * 27 * 32 * 64 * 64 / s / 1e9, s);
     }
     if (!selected(options, "dwconv3x3_b8_c256_56")) return;
     Tensor xd = leaf(randn({8, 256, 56, 56}, DType::float32, &generator));

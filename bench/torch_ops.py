@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """The workloads of bench/bench_ops.cpp in PyTorch (issue 3's speed goals), printed in the same
 JSON-lines format. Every workload is forward + backward with autograd, as in training:
-dense and depthwise 3x3 conv2d; layer_norm, softmax and GELU on (64, 1024, 256); the Mamba
-selective scan (a sequential reference: PyTorch has no fused CPU kernel) and the Hyena FFT
-long convolution for L = 1k..16k tokens. Entries conv3x3_b8_c64_56, dwconv3x3_b8_c256_56,
-<op>_64x1024x256, selective_scan_l<L>, fftconv_l<L>. --device cuda runs them on the GPU.
+dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and GELU on
+(64, 1024, 256); the Mamba selective scan (a sequential reference: PyTorch has no fused CPU
+kernel) and the Hyena FFT long convolution for L = 1k..16k tokens. Entries conv3x3_b8_c64_56,
+conv3x3x3_b1_c32_32x64x64, dwconv3x3_b8_c256_56, <op>_64x1024x256, selective_scan_l<L>,
+fftconv_l<L>. --device cuda runs them on the GPU.
 Usage: torch_ops.py [--threads N] [--repeats R] [--only names] [--device cpu|cuda]
 """
 from torch_util import (SLOW_SCAN, causal_fft_conv, fwd_bwd, median_seconds, parse_args,
@@ -31,6 +32,12 @@ def bench_conv(repeats):
     if selected(ARGS, "conv3x3_b8_c64_56"):
         s = median_seconds(fwd_bwd(lambda: F.conv2d(x, w, None, 1, 1), [x, w]), 2, repeats)
         report("conv3x3_b8_c64_56", "GFLOP/s", 3 * 2 * 8 * 64 * 64 * 9 * 56 * 56 / s / 1e9, s)
+    if selected(ARGS, "conv3x3x3_b1_c32_32x64x64"):
+        x3 = leaf(torch.randn(1, 32, 32, 64, 64))
+        w3 = leaf(torch.randn(32, 32, 3, 3, 3))
+        s = median_seconds(fwd_bwd(lambda: F.conv3d(x3, w3, None, 1, 1), [x3, w3]), 2, repeats)
+        report("conv3x3x3_b1_c32_32x64x64", "GFLOP/s",
+               3 * 2 * 32 * 32 * 27 * 32 * 64 * 64 / s / 1e9, s)
     if not selected(ARGS, "dwconv3x3_b8_c256_56"):
         return
     x = leaf(torch.randn(8, 256, 56, 56))
