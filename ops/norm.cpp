@@ -150,17 +150,22 @@ Tensor row_norm(const char* op, const Tensor& x_in, const RowNormLayout& layout,
     return y;
 }
 
-// The all-reduce of sync_batch_norm and the count of values per channel over every process.
+// What the backward of sync_batch_norm needs beyond batch_norm's: the all-reduce, the count
+// of values per channel over every process, and `shift` (C, float64) = the exact global mean
+// minus the saved one, which is rounded to x's dtype.
 struct GlobalBatch {
     AllReduceSum all_reduce;
     int64_t count = 0;
+    Tensor shift;
 };
 
-// sync_batch_norm's backward from the kernel with constant statistics, which gives
-// grad_x0 = g w rstd and this process's sum_g = sum g and sum_gxhat = sum g xhat (the bias and
-// weight gradients). With the sums over all N values, grad_x = w rstd (g - sum_g / N - xhat
-// sum_gxhat / N) = grad_x0 + xhat a + b, a = -w rstd sum_gxhat / N, b = -w rstd sum_g / N per
-// channel: the forward kernel with weight a and bias b computes the second part.
+// sync_batch_norm's backward. The kernel with constant statistics gives grad_x0 = g w rstd and
+// this process's sum_g = sum g and sum_gxhat = sum g (x - m) rstd around the saved mean m (the
+// bias and weight gradients, as batch_norm's). With the sums over all N values, centred at the
+// exact mean mu = m + shift, grad_x = grad_x0 - w rstd / N (sum_g + xhat sum_gxhat),
+// xhat = (x - mu) rstd. The correction is formed from x - m (exact in x's dtype, as x is near
+// m) rather than as x scale + offset: in float32 that loses every digit when the mean is far
+// above the spread, as the kernel's careful grad_x (ops/cpu/norm_channels.cpp) explains.
 std::vector<Tensor> sync_channel_backward(const char* op, const ChannelNormLayout& layout,
                                           const GlobalBatch& global, const Tensor& x,
                                           const Tensor& mean, const Tensor& var, double eps,
@@ -176,13 +181,21 @@ std::vector<Tensor> sync_channel_backward(const char* op, const ChannelNormLayou
         Tensor sums = cat({sum_g, sum_gxhat}).to(DType::float64);
         global.all_reduce(sums);
         const double total = double(std::max<int64_t>(global.count, 1));
-        Tensor k = mul(rsqrt(add(var.to(DType::float64), eps)), -1.0 / total);
+        Tensor rstd = rsqrt(add(var.to(DType::float64), eps));
+        Tensor all_g = sums.narrow(0, 0, channels);
+        // sum g xhat around mu: sum g (x - m) rstd - shift rstd sum g
+        Tensor all_gxhat =
+            sub(sums.narrow(0, channels, channels), mul(mul(global.shift, rstd), all_g));
+        Tensor k = mul(rstd, -1.0 / total);
         if (w.defined()) k = mul(k, w.to(DType::float64));
-        Tensor a = mul(k, sums.narrow(0, channels, channels)).to(x.dtype());
-        Tensor b = mul(k, sums.narrow(0, 0, channels)).to(x.dtype());
-        Tensor correction = empty_like(x);
-        channel_forward_kernel(op, layout, x, mean, var, eps, a, b, correction);
-        gx = add(gx, correction);
+        // correction = k (sum_g + ((x - m) - shift) rstd sum_gxhat) = (x - m) slope + offset
+        Tensor slope = mul(mul(k, rstd), all_gxhat);
+        Tensor offset = sub(mul(k, all_g), mul(slope, global.shift));
+        Shape per_channel(size_t(x.ndim() - 1), 1);
+        per_channel[0] = channels;  // (C, 1, ..., 1): broadcasts against (B, C, *)
+        Tensor centred = sub(x, mean.view(per_channel));
+        gx = add(gx, add(mul(centred, slope.to(x.dtype()).view(per_channel)),
+                         offset.to(x.dtype()).view(per_channel)));
     }
     return {gx, need_w ? sum_gxhat : Tensor(), need_b ? sum_g : Tensor()};
 }
@@ -410,10 +423,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
 namespace {
 
 // Per channel, in float64: the mean and M2 = sum (x - mean)^2 over every process's values, and
-// their count. Each process's count n, mean m and M2 = n var merge as in Chan, Golub & LeVeque
-// (1979): an all-reduce of (n m, n) gives the global mean mu, a second one of
-// M2 + n (m - mu)^2 the global M2. One all-reduce of the sums of x and x^2 would save a call
-// but cancels away the variance's digits when the mean is far above the spread.
+// their count. Each process's count n, mean m and M2 = n var (from x in float64, so that the
+// mean is not rounded to float32) merge as in Chan, Golub & LeVeque (1979): an all-reduce of
+// (n m, n) gives the global mean mu, a second one of M2 + n (m - mu)^2 the global M2. One
+// all-reduce of the sums of x and x^2 would save a call but cancels away the variance's digits
+// when the mean is far above the spread.
 struct GlobalMoments {
     Tensor mean, m2;
     int64_t count = 0;
@@ -422,11 +436,10 @@ struct GlobalMoments {
 GlobalMoments global_moments(const char* op, const Tensor& x, const ChannelNormLayout& layout,
                              const AllReduceSum& all_reduce) {
     const int64_t channels = layout.channels, local = layout.count();
-    Tensor mean = zeros({channels}, x.dtype(), x.device());
-    Tensor var = zeros({channels}, x.dtype(), x.device());
-    if (local > 0) moments_kernel(op, layout, contiguous_or_null(x), mean, var);
     NoGradGuard no_grad;
-    Tensor m = mean.to(DType::float64);
+    Tensor m = zeros({channels}, DType::float64, x.device());
+    Tensor var = zeros({channels}, DType::float64, x.device());
+    if (local > 0) moments_kernel(op, layout, x.to(DType::float64).contiguous(), m, var);
     Tensor first =
         cat({mul(m, double(local)), full({1}, double(local), DType::float64, x.device())});
     all_reduce(first);
@@ -434,7 +447,7 @@ GlobalMoments global_moments(const char* op, const Tensor& x, const ChannelNormL
     out.count = int64_t(first.narrow(0, channels, 1).item<double>());
     const double total = double(std::max<int64_t>(out.count, 1));  // no values anywhere: zeros
     out.mean = div(first.narrow(0, 0, channels), total);
-    out.m2 = mul(add(var.to(DType::float64), square(sub(m, out.mean))), double(local));
+    out.m2 = mul(add(var, square(sub(m, out.mean))), double(local));
     all_reduce(out.m2);
     return out;
 }
@@ -468,7 +481,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
             update_running(running_var, div(moments.m2, double(count - 1)), momentum);
         }
     }
-    GlobalBatch global{all_reduce, count};
+    GlobalBatch global{all_reduce, count, sub(moments.mean, mean.to(DType::float64))};
     return channel_norm(op, x, layout, mean, var, true, weight, bias, eps, &global);
 }
 

@@ -138,3 +138,27 @@ TEST_CASE("sync_batch_norm: errors name the op and the shapes", "[ops][norm][syn
     nn::convert_sync_batchnorm(norm, kOneProcess);
     require_error([&] { norm.forward(zeros({2, 3, 4})); }, {"[BatchNorm2d]", "[2, 3, 4]", "[4]"});
 }
+
+TEST_CASE("sync_batch_norm: float32 gradients at a mean far above the spread",
+          "[ops][norm][sync_batch_norm]") {
+    // 2 ranks (threads) of a float32 batch around 1000 with a spread of 0.01 (x - mean and
+    // the mean's rounding to float32 both matter), against the float64 result of one process.
+    Shape shape{6, 3, 4};
+    Tensor x64 = add(mul(random_input(shape, 60), 0.01), 1000.0), g64 = random_input(shape, 61);
+    Tensor x = x64.to(DType::float32), g = g64.to(DType::float32);
+    BatchNormRun want = run_batch_norm(x.to(DType::float64), g64, strided_rows(6, 0, 1));
+    std::vector<BatchNormRun> runs(2);
+    ThreadRanks(2).run([&](int rank, const AllReduceSum& all_reduce) {
+        runs[size_t(rank)] = run_batch_norm(x, g, strided_rows(6, rank, 2), all_reduce);
+    });
+    for (int rank = 0; rank < 2; ++rank) {
+        INFO("rank " << rank);
+        const BatchNormRun& got = runs[size_t(rank)];
+        Tensor rows = from_vector<int64_t>(strided_rows(6, rank, 2), {3});
+        require_near(got.grad_x, index_select(want.grad_x, 0, rows), 1e-6);
+        require_near(got.running_mean, want.running_mean, 1e-6);
+        require_near(got.running_var, want.running_var, 1e-6);
+        // The forward kernel's x scale + offset, as batch_norm's, keeps about 1e-2 here.
+        require_near(got.y, index_select(want.y, 0, rows), 2e-2);
+    }
+}
