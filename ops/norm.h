@@ -1,6 +1,7 @@
 // Normalization ops with PyTorch names and semantics (torch.nn.functional): layer_norm, rms_norm,
 // group_norm, instance_norm, batch_norm, normalize, plus seq_norm (normalization over the token
-// axis of (B, N, D), the sequence normalization of Khader et al., Sec. 2.1). float32/float64 on CPU
+// axis of (B, N, D), the sequence normalization of Khader et al., Sec. 2.1) and sync_batch_norm
+// (batch_norm over the samples of several processes, nn.SyncBatchNorm). float32/float64 on CPU
 // and CUDA; layer_norm and rms_norm also take float16/bfloat16 on CUDA (statistics in float32,
 // weight and bias of the input's dtype). Optional weight/bias are undefined Tensors when absent;
 // every tensor must be on the input's device. Every op is differentiable in x, weight and bias
