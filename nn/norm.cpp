@@ -94,8 +94,10 @@ Tensor BatchNorm::forward(const Tensor& x) {
         num_batches_tracked.copy_(add(num_batches_tracked, 1.0));
         if (!momentum) factor = 1.0 / double(num_batches_tracked.item<int64_t>());
     }
-    return batch_norm(x, tracking ? running_mean : Tensor(), tracking ? running_var : Tensor(),
-                      weight, bias, true, factor, eps);
+    Tensor mean = tracking ? running_mean : Tensor(), var = tracking ? running_var : Tensor();
+    if (sync_all_reduce && is_training())
+        return sync_batch_norm(x, mean, var, weight, bias, factor, eps, sync_all_reduce);
+    return batch_norm(x, mean, var, weight, bias, true, factor, eps);
 }
 
 std::string BatchNorm::extra_repr() const {
@@ -103,6 +105,17 @@ std::string BatchNorm::extra_repr() const {
            ", momentum=" + (momentum ? py_float(*momentum) : "None") +
            ", affine=" + py_bool(weight.defined()) +
            ", track_running_stats=" + py_bool(running_mean.defined());
+}
+
+int64_t convert_sync_batchnorm(Module& module, const AllReduceSum& all_reduce) {
+    int64_t converted = 0;
+    for (auto& [name, child] : module.named_modules()) {
+        if (auto* norm = dynamic_cast<BatchNorm*>(child)) {
+            norm->sync_all_reduce = all_reduce;
+            ++converted;
+        }
+    }
+    return converted;
 }
 
 }  // namespace lumen::nn

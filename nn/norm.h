@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "nn/module.h"
+#include "ops/norm.h"
 
 namespace lumen::nn {
 
@@ -54,6 +55,8 @@ class GroupNorm : public Module {
 // recomputation of a checkpointed block (nn/checkpoint.h) uses the batch statistics and leaves
 // the running ones as the first forward left them.
 // `input_ndims` lists the accepted ranks (BatchNorm1d: 2 or 3, 2d: 4, 3d: 5).
+// With `sync_all_reduce` set (convert_sync_batchnorm), training uses the statistics of the
+// samples of every process it spans (ops/norm.h sync_batch_norm, nn.SyncBatchNorm).
 class BatchNorm : public Module {
   public:
     BatchNorm(const char* type_name, std::vector<int64_t> input_ndims, int64_t num_features,
@@ -64,6 +67,7 @@ class BatchNorm : public Module {
     int64_t num_features;
     double eps;
     std::optional<double> momentum;
+    AllReduceSum sync_all_reduce;  // empty: this process's batch only
 
   private:
     std::vector<int64_t> input_ndims_;
@@ -88,5 +92,11 @@ struct BatchNorm3d : BatchNorm {
                          bool track_running_stats = true)
         : BatchNorm("BatchNorm3d", {5}, num_features, eps, momentum, affine, track_running_stats) {}
 };
+
+// Sets sync_all_reduce of every BatchNorm in `module` (itself included) to `all_reduce`, as
+// PyTorch's SyncBatchNorm.convert_sync_batchnorm: in training their batch statistics then
+// cover every process's samples. An empty all_reduce makes them plain batch norms again.
+// Returns the number of BatchNorm modules set.
+int64_t convert_sync_batchnorm(Module& module, const AllReduceSum& all_reduce);
 
 }  // namespace lumen::nn

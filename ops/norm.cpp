@@ -6,6 +6,7 @@
 #include "ops/norm.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/autograd.h"
@@ -13,6 +14,7 @@
 #include "core/profiler.h"
 #include "ops/elementwise.h"
 #include "ops/norm_kernels.h"
+#include "ops/shape.h"
 
 namespace lumen {
 
@@ -148,12 +150,62 @@ Tensor row_norm(const char* op, const Tensor& x_in, const RowNormLayout& layout,
     return y;
 }
 
-// Channel-statistics ops (batch_norm, instance_norm with running stats, seq_norm).
-// `mean`/`var` hold one entry per statistic (contiguous, x's dtype); batch_stats says they
-// were computed from x.
+// What the backward of sync_batch_norm needs beyond batch_norm's: the all-reduce, the count
+// of values per channel over every process, and `shift` (C, float64) = the exact global mean
+// minus the saved one, which is rounded to x's dtype.
+struct GlobalBatch {
+    AllReduceSum all_reduce;
+    int64_t count = 0;
+    Tensor shift;
+};
+
+// sync_batch_norm's backward. The kernel with constant statistics gives grad_x0 = g w rstd and
+// this process's sum_g = sum g and sum_gxhat = sum g (x - m) rstd around the saved mean m (the
+// bias and weight gradients, as batch_norm's). With the sums over all N values, centred at the
+// exact mean mu = m + shift, grad_x = grad_x0 - w rstd / N (sum_g + xhat sum_gxhat),
+// xhat = (x - mu) rstd. The correction is formed from x - m (exact in x's dtype, as x is near
+// m) rather than as x scale + offset: in float32 that loses every digit when the mean is far
+// above the spread, as the kernel's careful grad_x (ops/cpu/norm_channels.cpp) explains.
+std::vector<Tensor> sync_channel_backward(const char* op, const ChannelNormLayout& layout,
+                                          const GlobalBatch& global, const Tensor& x,
+                                          const Tensor& mean, const Tensor& var, double eps,
+                                          const Tensor& w, const Tensor& g, bool need_x,
+                                          bool need_w, bool need_b) {
+    const int64_t channels = layout.channels;
+    Tensor gx = need_x ? empty_like(x) : Tensor();
+    Tensor sum_gxhat = empty({channels}, x.dtype(), x.device());
+    Tensor sum_g = empty({channels}, x.dtype(), x.device());
+    channel_backward_kernel(op, layout, x, mean, var, eps, w, false, g, gx, sum_gxhat, sum_g);
+    if (need_x) {
+        NoGradGuard no_grad;
+        Tensor sums = cat({sum_g, sum_gxhat}).to(DType::float64);
+        global.all_reduce(sums);
+        const double total = double(std::max<int64_t>(global.count, 1));
+        Tensor rstd = rsqrt(add(var.to(DType::float64), eps));
+        Tensor all_g = sums.narrow(0, 0, channels);
+        // sum g xhat around mu: sum g (x - m) rstd - shift rstd sum g
+        Tensor all_gxhat =
+            sub(sums.narrow(0, channels, channels), mul(mul(global.shift, rstd), all_g));
+        Tensor k = mul(rstd, -1.0 / total);
+        if (w.defined()) k = mul(k, w.to(DType::float64));
+        // correction = k (sum_g + ((x - m) - shift) rstd sum_gxhat) = (x - m) slope + offset
+        Tensor slope = mul(mul(k, rstd), all_gxhat);
+        Tensor offset = sub(mul(k, all_g), mul(slope, global.shift));
+        Shape per_channel(size_t(x.ndim() - 1), 1);
+        per_channel[0] = channels;  // (C, 1, ..., 1): broadcasts against (B, C, *)
+        Tensor centred = sub(x, mean.view(per_channel));
+        gx = add(gx, add(mul(centred, slope.to(x.dtype()).view(per_channel)),
+                         offset.to(x.dtype()).view(per_channel)));
+    }
+    return {gx, need_w ? sum_gxhat : Tensor(), need_b ? sum_g : Tensor()};
+}
+
+// Channel-statistics ops (batch_norm, instance_norm with running stats, seq_norm,
+// sync_batch_norm with `global`). `mean`/`var` hold one entry per statistic (contiguous, x's
+// dtype); batch_stats says they were computed from x.
 Tensor channel_norm(const char* op, const Tensor& x_in, const ChannelNormLayout& layout,
                     const Tensor& mean, const Tensor& var, bool batch_stats, const Tensor& weight,
-                    const Tensor& bias, double eps) {
+                    const Tensor& bias, double eps, const GlobalBatch* global = nullptr) {
     profiler::Scope profile(profiler::Kind::op, op, x_in);
     Tensor x = contiguous_or_null(x_in);
     Tensor w = contiguous_or_null(weight), b = contiguous_or_null(bias);
@@ -163,12 +215,17 @@ Tensor channel_norm(const char* op, const Tensor& x_in, const ChannelNormLayout&
     bool need_x = x_in.requires_grad();
     bool need_w = weight.defined() && weight.requires_grad();
     bool need_b = bias.defined() && bias.requires_grad();
+    std::optional<GlobalBatch> sync = global ? std::optional(*global) : std::nullopt;
     record_backward(op, {x_in, weight, bias}, y,
-                    [op, layout, eps, batch_stats, need_x, need_w, need_b, sx = save(x),
+                    [op, layout, eps, batch_stats, need_x, need_w, need_b, sync, sx = save(x),
                      sw = save(w), smean = save(mean), svar = save(var),
                      bias_shape = bias.defined() ? bias.shape() : Shape{}](const Tensor& grad_out) {
                         Tensor x = sx.get(), w = sw.get();
                         Tensor g = grad_out.contiguous();
+                        if (sync)
+                            return sync_channel_backward(op, layout, *sync, x, smean.get(),
+                                                         svar.get(), eps, w, g, need_x, need_w,
+                                                         need_b);
                         Tensor gx = need_x ? empty_like(x) : Tensor();
                         Tensor gw = need_w ? empty_like(w) : Tensor();
                         Tensor gb = need_b ? empty(bias_shape, x.dtype(), x.device()) : Tensor();
@@ -253,6 +310,14 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
 
 namespace {
 
+// batch_norm's input: (N, C) to (N, C, D, H, W), float32 or float64.
+void check_batch_input(const Tensor& x, const char* op) {
+    check_input(x, op);
+    LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op,
+                "expected an input of shape (N, C), (N, C, L), ",
+                "(N, C, H, W) or (N, C, D, H, W), got ", x.shape());
+}
+
 // Per-channel weight/bias and running statistics (each optional; the two statistics together).
 void check_channel_params(const Tensor& x, int64_t channels, const Tensor& weight,
                           const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
@@ -321,10 +386,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                   double eps) {
     const char* op = "batch_norm";
     profiler::Scope profile(profiler::Kind::op, op, x);
-    check_input(x, op);
-    LUMEN_CHECK(x.ndim() >= 2 && x.ndim() <= 5, op,
-                "expected an input of shape (N, C), (N, C, L), ",
-                "(N, C, H, W) or (N, C, D, H, W), got ", x.shape());
+    check_batch_input(x, op);
     int64_t batch = x.size(0), channels = x.size(1), spatial = spatial_size(x);
     check_channel_params(x, channels, weight, bias, running_mean, running_var, op);
     ChannelNormLayout layout{1, batch, channels, spatial};
@@ -356,6 +418,71 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         update_running(running_var, unbiased, momentum);
     }
     return channel_norm(op, x, layout, mean, var, true, weight, bias, eps);
+}
+
+namespace {
+
+// Per channel, in float64: the mean and M2 = sum (x - mean)^2 over every process's values, and
+// their count. Each process's count n, mean m and M2 = n var (from x in float64, so that the
+// mean is not rounded to float32) merge as in Chan, Golub & LeVeque (1979): an all-reduce of
+// (n m, n) gives the global mean mu, a second one of M2 + n (m - mu)^2 the global M2. One
+// all-reduce of the sums of x and x^2 would save a call but cancels away the variance's digits
+// when the mean is far above the spread.
+struct GlobalMoments {
+    Tensor mean, m2;
+    int64_t count = 0;
+};
+
+GlobalMoments global_moments(const char* op, const Tensor& x, const ChannelNormLayout& layout,
+                             const AllReduceSum& all_reduce) {
+    const int64_t channels = layout.channels, local = layout.count();
+    NoGradGuard no_grad;
+    Tensor m = zeros({channels}, DType::float64, x.device());
+    Tensor var = zeros({channels}, DType::float64, x.device());
+    if (local > 0) moments_kernel(op, layout, x.to(DType::float64).contiguous(), m, var);
+    Tensor first =
+        cat({mul(m, double(local)), full({1}, double(local), DType::float64, x.device())});
+    all_reduce(first);
+    GlobalMoments out;
+    out.count = int64_t(first.narrow(0, channels, 1).item<double>());
+    const double total = double(std::max<int64_t>(out.count, 1));  // no values anywhere: zeros
+    out.mean = div(first.narrow(0, 0, channels), total);
+    out.m2 = mul(add(var, square(sub(m, out.mean))), double(local));
+    all_reduce(out.m2);
+    return out;
+}
+
+}  // namespace
+
+Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                       const Tensor& weight, const Tensor& bias, double momentum, double eps,
+                       const AllReduceSum& all_reduce) {
+    const char* op = "sync_batch_norm";
+    profiler::Scope profile(profiler::Kind::op, op, x);
+    check_batch_input(x, op);
+    LUMEN_CHECK(bool(all_reduce), op, "needs an all_reduce function (the identity for one ",
+                "process), got none for input shape ", x.shape());
+    const int64_t channels = x.size(1);
+    check_channel_params(x, channels, weight, bias, running_mean, running_var, op);
+    ChannelNormLayout layout{1, x.size(0), channels, spatial_size(x)};
+    GlobalMoments moments = global_moments(op, x, layout, all_reduce);
+    const int64_t count = moments.count;
+    // Every process sees the same count, so they all throw or none does.
+    LUMEN_CHECK(count != 1, op, "Expected more than 1 value per channel when training, got 1 ",
+                "over all processes (input size ", x.shape(), " on this one)");
+    const double total = double(std::max<int64_t>(count, 1));
+    Tensor mean, var;
+    {
+        NoGradGuard no_grad;
+        mean = moments.mean.to(x.dtype()).contiguous();
+        var = div(moments.m2, total).to(x.dtype()).contiguous();
+        if (running_mean.defined() && count > 0) {
+            update_running(running_mean, moments.mean, momentum);
+            update_running(running_var, div(moments.m2, double(count - 1)), momentum);
+        }
+    }
+    GlobalBatch global{all_reduce, count, sub(moments.mean, mean.to(DType::float64))};
+    return channel_norm(op, x, layout, mean, var, true, weight, bias, eps, &global);
 }
 
 Tensor seq_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/sample_shard.h"
+#include "nn/norm.h"
 #include "nn/state_dict.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -73,6 +74,10 @@ Trainer::Trainer(TrainerOptions options, std::shared_ptr<nn::Module> model,
                     o.precision == DType::float16,
                 "Trainer", "precision must be float32, bfloat16 or float16, got ", o.precision);
     if (o.precision == DType::float16) scaler_ = std::make_unique<GradScaler>(o.scaler);
+    if (o.sync_batchnorm && o.group && o.group->world_size() > 1) {
+        std::shared_ptr<dist::ProcessGroup> group = o.group;
+        nn::convert_sync_batchnorm(*model_, [group](Tensor& t) { group->all_reduce(t); });
+    }
     if (!options_.task) {
         TaskOptions classify;
         classify.loss.label_smoothing = o.label_smoothing;

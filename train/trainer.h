@@ -89,6 +89,9 @@ struct TrainerOptions {
     // train_data must be its shard (DataLoaderOptions::num_replicas) and its test_data its
     // block (contiguous_shards); only rank 0 writes the run directory and `out`.
     std::shared_ptr<dist::ProcessGroup> group;
+    // With a group of several ranks: every BatchNorm of the model normalizes in training with
+    // the statistics of all ranks' samples (nn::convert_sync_batchnorm; train.sync_batchnorm).
+    bool sync_batchnorm = false;
 };
 
 struct TrainSummary {

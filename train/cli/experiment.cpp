@@ -164,6 +164,9 @@ std::vector<Spec> run_specs() {
          "float32 master weights (fp16: dynamic loss scaling, overflowed updates skipped); CPU: "
          "emulated, for numerics",
          Strings{"fp32", "bf16", "fp16"}},
+        {"train.sync_batchnorm", false,
+         "under mpirun: batch norm statistics over every rank's samples (synchronized batch "
+         "norm; one process: no effect)"},
         {"train.eval_every", int64_t(1), "epochs between test evaluations", {}, kCount},
         {"train.early_stopping",
          int64_t(0),

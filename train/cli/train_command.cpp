@@ -135,7 +135,8 @@ train::TrainerOptions trainer_options(const nn::Options& config, const std::stri
             .title = config.get_string("name") + " (" + config.get_string("model.name") + ")",
             .task = std::move(task),
             .profile_steps = config.get_int("train.profile"),
-            .precision = precision_dtype(config.get_string("train.precision"))};
+            .precision = precision_dtype(config.get_string("train.precision")),
+            .sync_batchnorm = config.get_bool("train.sync_batchnorm")};
 }
 
 constexpr const char* kTrainUsage =
