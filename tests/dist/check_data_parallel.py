@@ -74,6 +74,14 @@ def max_relative_difference(path_a, path_b):
     return worst
 
 
+def check_like_one(cwd, name, what):
+    """The run `name`/dp ends with the one-process run's weights, within 1e-5 relative."""
+    difference = max_relative_difference(os.path.join(cwd, name, "dp/model.safetensors"),
+                                         os.path.join(cwd, "one/dp/model.safetensors"))
+    print(f"{what}: max relative difference {difference:.2e}")
+    assert difference <= 1e-5, difference
+
+
 def children(pid):
     """The processes whose parent is `pid` (mpirun's ranks on this machine)."""
     found = []
@@ -143,11 +151,7 @@ def main():
         run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=two",
                                           "--set", "data.batch_size=8"], cwd)
         assert os.listdir(os.path.join(cwd, "two")) == ["dp"], os.listdir(os.path.join(cwd, "two"))
-        difference = max_relative_difference(os.path.join(cwd, "two/dp/model.safetensors"),
-                                             os.path.join(cwd, "one/dp/model.safetensors"))
-        print(f"2 ranks x batch 8 vs 1 x batch 16 after 20 steps: max relative difference "
-              f"{difference:.2e}")
-        assert difference <= 1e-5, difference
+        check_like_one(cwd, "two", "2 ranks x batch 8 vs 1 x batch 16 after 20 steps")
         # The evaluation is sharded too (each rank a block of the test set, metrics gathered).
         one, two = (json.load(open(os.path.join(cwd, d, "dp/summary.json"))) for d in ("one", "two"))
         assert one["test_accuracy"] == two["test_accuracy"], (one, two)
@@ -186,11 +190,7 @@ def main():
                                           "--set", "train.max_steps=10"], cwd)
         run([lumen, "train", "--resume", "resume/dp", "--set", "data.batch_size=16",
              "--set", "train.max_steps=0"], cwd)
-        difference = max_relative_difference(os.path.join(cwd, "resume/dp/model.safetensors"),
-                                             os.path.join(cwd, "one/dp/model.safetensors"))
-        print(f"2 ranks for epoch 1, one process for epoch 2: max relative difference "
-              f"{difference:.2e}")
-        assert difference <= 1e-5, difference
+        check_like_one(cwd, "resume", "2 ranks for epoch 1, one process for epoch 2")
 
         # Inside an epoch (step 5 of 10), either way: the position in the epoch's order is what
         # carries over, so 2 x 8 and 1 x 16 resume each other.
@@ -203,11 +203,8 @@ def main():
         run(mpi + ["-np", "2", lumen, "train", "--resume", "mid1/dp", "--set",
                    "data.batch_size=8", "--set", "train.max_steps=0"], cwd)
         for name in ("mid2", "mid1"):
-            difference = max_relative_difference(os.path.join(cwd, name, "dp/model.safetensors"),
-                                                 os.path.join(cwd, "one/dp/model.safetensors"))
-            print(f"{name}: stopped inside epoch 1 and resumed with the other number of ranks: "
-                  f"max relative difference {difference:.2e}")
-            assert difference <= 1e-5, difference
+            check_like_one(cwd, name, f"{name}: stopped inside epoch 1, resumed with the other "
+                           "number of ranks")
         # 80 examples were used; 1 x 24 does not divide that.
         run(mpi + ["-np", "2"] + train + ["--set", "output.runs_dir=mid3",
                                           "--set", "data.batch_size=8",
