@@ -2,10 +2,14 @@
 // number of ranks: plain `lumen_tests "[dist]"` runs them as one process, and ctest's
 // dist_collectives runs them under `mpirun -np 2` (tests/CMakeLists.txt, when MPI is built).
 // Each rank puts rank-dependent values in and checks the closed form of the result.
+#include <cstdlib>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include "nn/module.h"
 #include "support/gradcheck.h"
+#include "train/dist/backends.h"
 #include "train/dist/data_parallel.h"
 #include "train/dist/process_group.h"
 
@@ -66,6 +70,27 @@ TEST_CASE("process group: bad tensors are refused with the op's name on every ra
     require_error([&] { g.all_reduce(ints); }, {"[all_reduce]", "int32"});
     Tensor x = zeros({3});
     require_error([&] { g.broadcast(x, g.world_size()); }, {"[broadcast]", "root"});
+}
+
+TEST_CASE("LUMEN_DIST_TIMEOUT sets every backend's collective deadline", "[dist]") {
+    const char* before = std::getenv("LUMEN_DIST_TIMEOUT");
+    const std::string saved = before ? before : "";
+    unsetenv("LUMEN_DIST_TIMEOUT");
+    CHECK(dist::collective_timeout_seconds() == 1800.0);
+    setenv("LUMEN_DIST_TIMEOUT", "2.5", 1);
+    CHECK(dist::collective_timeout_seconds() == 2.5);
+    for (const char* bad : {"abc", "0", "-3", "5s"}) {
+        setenv("LUMEN_DIST_TIMEOUT", bad, 1);
+        require_error([] { dist::collective_timeout_seconds(); },
+                      {"[dist]", "LUMEN_DIST_TIMEOUT", bad});
+    }
+    require_error([] { dist::fail_timeout("all_reduce", 3); },
+                  {"[dist]", "all_reduce did not complete within 3 s", "LUMEN_DIST_TIMEOUT"});
+    if (before) {
+        setenv("LUMEN_DIST_TIMEOUT", saved.c_str(), 1);
+    } else {
+        unsetenv("LUMEN_DIST_TIMEOUT");
+    }
 }
 
 TEST_CASE("GradientReducer averages gradients over the ranks, bucket by bucket", "[dist]") {

@@ -26,5 +26,10 @@ void check_contiguous(const char* op, const Tensor& x);
 void check_summable(const Tensor& x);
 // Throws [op] unless 0 <= root < world_size.
 void check_root(const char* op, int root, int world_size);
+// How long a collective may wait for the other ranks: LUMEN_DIST_TIMEOUT in seconds, 1800 (as
+// torch.distributed's) when unset. Throws [dist] for a value that is not a number > 0.
+double collective_timeout_seconds();
+// The [dist] error of a collective `op` that did not complete within `seconds`.
+[[noreturn]] void fail_timeout(const char* op, double seconds);
 
 }  // namespace lumen::train::dist

@@ -37,17 +37,6 @@ void check_cpu(const char* op, const Tensor& x) {
                 " (CUDA tensors need the NCCL backend)");
 }
 
-// LUMEN_DIST_TIMEOUT in seconds, or 1800 when unset.
-double timeout_seconds() {
-    const char* text = std::getenv("LUMEN_DIST_TIMEOUT");
-    if (!text) return 1800.0;
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    LUMEN_CHECK(end != text && *end == '\0' && seconds > 0, "dist",
-                "LUMEN_DIST_TIMEOUT must be a number of seconds > 0, got '", text, "'");
-    return seconds;
-}
-
 MPI_Datatype mpi_type(DType dtype) {
     if (dtype == DType::float32) return MPI_FLOAT;
     if (dtype == DType::float64) return MPI_DOUBLE;
@@ -66,9 +55,7 @@ void wait_all(std::vector<MPI_Request>& requests, double timeout, const char* op
         check_mpi(MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
                   "MPI_Testall");
         if (done) return;
-        // main() names this rank when it prints the error.
-        LUMEN_CHECK(Clock::now() - start < limit, "dist", op, " did not complete within ", timeout,
-                    " s: another rank is stuck or gone (LUMEN_DIST_TIMEOUT sets the limit)");
+        if (Clock::now() - start >= limit) fail_timeout(op, timeout);
         if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }
@@ -124,7 +111,7 @@ class MpiGroup final : public ProcessGroup {
                   "MPI_Comm_set_errhandler");
         check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
         check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
-        timeout_ = timeout_seconds();
+        timeout_ = collective_timeout_seconds();
     }
     ~MpiGroup() override {
         int finalized = 0;

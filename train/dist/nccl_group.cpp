@@ -2,12 +2,16 @@
 // through the MPI group it was made from, which also carries NCCL's bootstrap (rank 0's
 // ncclUniqueId, broadcast to all). Compiled into lumen_dist only with LUMEN_CUDA=ON, MPI and
 // NCCL (nccl.h ships with the CUDA toolkit). lumen's kernels run on the legacy default stream,
-// so the collectives run there too and are waited for before returning: simple and ordered
-// with every kernel before and after.
+// so the collectives run there too: ordered with every kernel before and after. They are
+// waited for by polling the stream with the MPI backend's deadline (LUMEN_DIST_TIMEOUT) and
+// NCCL's asynchronous error state, so that a rank that stopped answering ends the job with
+// an error (after ncclCommAbort frees this rank's kernels) instead of a hang.
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -46,7 +50,9 @@ class NcclGroup final : public ProcessGroup {
         check_nccl(ncclCommInitRank(&comm_, host_->world_size(), id, host_->rank()),
                    "ncclCommInitRank");
     }
-    ~NcclGroup() override { ncclCommDestroy(comm_); }
+    ~NcclGroup() override {
+        if (comm_) ncclCommDestroy(comm_);
+    }
     int rank() const override { return host_->rank(); }
     int world_size() const override { return host_->world_size(); }
     std::string backend() const override { return "nccl"; }
@@ -62,10 +68,12 @@ class NcclGroup final : public ProcessGroup {
                                  nccl_type(x.dtype()), ncclSum, comm_, cudaStream_t(0)),
                    "ncclAllReduce");
         struct Queued final : Work {
-            bool poll() override { return cudaStreamQuery(cudaStream_t(0)) == cudaSuccess; }
-            void wait() override { LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0))); }
+            NcclGroup* group;
+            explicit Queued(NcclGroup* g) : group(g) {}
+            bool poll() override { return group->stream_done("all_reduce"); }
+            void wait() override { group->wait_stream("all_reduce"); }
         };
-        return std::make_unique<Queued>();
+        return std::make_unique<Queued>(this);
     }
 
     void broadcast(Tensor& x, int root) override {
@@ -74,7 +82,7 @@ class NcclGroup final : public ProcessGroup {
         check_nccl(ncclBroadcast(x.data_ptr(), x.data_ptr(), bytes(x), ncclUint8, root, comm_,
                                  cudaStream_t(0)),
                    "ncclBroadcast");
-        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+        wait_stream("broadcast");
     }
 
     Tensor all_gather(const Tensor& x) override {
@@ -85,14 +93,46 @@ class NcclGroup final : public ProcessGroup {
         check_nccl(ncclAllGather(x.data_ptr(), out.data_ptr(), bytes(x), ncclUint8, comm_,
                                  cudaStream_t(0)),
                    "ncclAllGather");
-        LUMEN_CUDA_CHECK(cudaStreamSynchronize(cudaStream_t(0)));
+        wait_stream("all_gather");
         return out;
     }
 
     void barrier() override { host_->barrier(); }
     void abort(int code) override {
-        ncclCommAbort(comm_);  // frees ranks blocked in a NCCL kernel
+        if (comm_) ncclCommAbort(comm_);  // frees ranks blocked in a NCCL kernel
         host_->abort(code);
+    }
+
+    // Whether the default stream, and so the last collective queued on it, has finished;
+    // throws [nccl] for an error NCCL reports on the communicator.
+    bool stream_done(const char* op) {
+        ncclResult_t state = ncclSuccess;
+        check_nccl(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+        if (state != ncclSuccess && state != ncclInProgress) {
+            ncclCommAbort(comm_);
+            comm_ = nullptr;
+            check_nccl(state, op);
+        }
+        const cudaError_t query = cudaStreamQuery(cudaStream_t(0));
+        if (query == cudaErrorNotReady) return false;
+        LUMEN_CUDA_CHECK(query);
+        return true;
+    }
+    // Polls stream_done until it is, and after the timeout aborts the communicator (its
+    // kernels return) and throws [dist] as the MPI backend does. Sleeps 50 us between polls
+    // past the first thousand.
+    void wait_stream(const char* op) {
+        using Clock = std::chrono::steady_clock;
+        const Clock::time_point start = Clock::now();
+        const auto limit = std::chrono::duration<double>(timeout_);
+        for (int polls = 0; !stream_done(op); ++polls) {
+            if (Clock::now() - start >= limit) {
+                ncclCommAbort(comm_);
+                comm_ = nullptr;
+                fail_timeout(op, timeout_);
+            }
+            if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
     }
 
   private:
@@ -100,6 +140,8 @@ class NcclGroup final : public ProcessGroup {
     bool on_gpu(const char* op, const Tensor& x) const {
         check_contiguous(op, x);
         if (!x.is_cuda()) return false;
+        LUMEN_CHECK(comm_ != nullptr, op, "rank ", rank(), "'s NCCL communicator was aborted ",
+                    "after an earlier error or timeout");
         LUMEN_CHECK(x.device() == device_, op, "rank ", rank(), " communicates on ", device_,
                     ", got a tensor on ", x.device());
         return true;
@@ -109,6 +151,7 @@ class NcclGroup final : public ProcessGroup {
     std::shared_ptr<ProcessGroup> host_;
     Device device_;
     ncclComm_t comm_ = nullptr;
+    double timeout_ = collective_timeout_seconds();
 };
 
 }  // namespace

@@ -120,6 +120,22 @@ void check_summable(const Tensor& x) {
         "all_reduce", "sums float32, float64 or int64 tensors, got ", x.dtype());
 }
 
+double collective_timeout_seconds() {
+    const char* text = std::getenv("LUMEN_DIST_TIMEOUT");
+    if (!text) return 1800.0;
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    LUMEN_CHECK(end != text && *end == '\0' && seconds > 0, "dist",
+                "LUMEN_DIST_TIMEOUT must be a number of seconds > 0, got '", text, "'");
+    return seconds;
+}
+
+void fail_timeout(const char* op, double seconds) {
+    // main() names this rank when it prints the error.
+    LUMEN_FAIL("dist", op, " did not complete within ", seconds,
+               " s: another rank is stuck or gone (LUMEN_DIST_TIMEOUT sets the limit)");
+}
+
 void check_root(const char* op, int root, int world_size) {
     LUMEN_CHECK(root >= 0 && root < world_size, op, "root must be a rank in 0..", world_size - 1,
                 ", got ", root);
