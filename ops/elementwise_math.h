@@ -62,6 +62,11 @@ struct LibraryMath {
     LUMEN_HOST_DEVICE static T pow(T v, T p) {
         return std::pow(v, p);
     }
+    // log(1 + e^v), softplus's core.
+    template <typename T>
+    LUMEN_HOST_DEVICE static T log1p_exp(T v) {
+        return std::log1p(std::exp(v));
+    }
     // e^v for v <= 0 (the caller guarantees the sign).
     template <typename T>
     LUMEN_HOST_DEVICE static T exp_nonpositive(T v) {
@@ -171,11 +176,11 @@ LUMEN_HOST_DEVICE inline T unary_value(T v, T a, T b) {
     } else if constexpr (O == UnaryOp::softplus) {
         // log(1 + e^(beta x)) / beta; linear above the threshold, where it equals x in
         // floating point.
-        return v * a > b ? v : Math::log1p(Math::exp(v * a)) / a;
+        return v * a > b ? v : Math::log1p_exp(T(v * a)) / a;
     } else if constexpr (O == UnaryOp::pow_scalar) {
         return Math::pow(v, a);
     } else if constexpr (O == UnaryOp::leaky_relu) {
-        return v > T(0) ? v : T(v * a);
+        return Math::where_positive(v, v, T(v * a));
     } else {
         return v;
     }
@@ -227,7 +232,7 @@ LUMEN_HOST_DEVICE inline T unary_grad(T go, T s, T a, T b) {
     } else if constexpr (O == UnaryOp::clamp) {  // 1 inside [min, max] (inclusive), 0 where clamped
         return s >= a && s <= b ? go : T(0);
     } else if constexpr (O == UnaryOp::leaky_relu) {  // 1 for x > 0, negative_slope otherwise
-        return s > T(0) ? go : T(go * a);
+        return Math::where_positive(s, go, T(go * a));
     } else if constexpr (O == UnaryOp::hardtanh) {  // 1 strictly inside (min, max), 0 at and beyond
         return s > a && s < b ? go : T(0);
     } else if constexpr (O == UnaryOp::pow_scalar) {  // p x^(p-1); exactly 0 for p == 0

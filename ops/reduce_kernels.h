@@ -64,7 +64,9 @@ namespace cpu {
 namespace vec {
 
 // a * b + c, fused when the target has FMA (std::fma would be a library call otherwise).
-inline float madd(float a, float b, float c) {
+// These helpers are always inlined: a call per element keeps the caller's loop scalar (GCC
+// left exp_nonpositive out of line in the elementwise kernels, 10x slower).
+[[gnu::always_inline]] inline float madd(float a, float b, float c) {
 #ifdef __FMA__
     return std::fma(a, b, c);
 #else
@@ -72,18 +74,14 @@ inline float madd(float a, float b, float c) {
 #endif
 }
 
-// exp(x) for x <= 88, the range that softmax and logsumexp need (they pass x - max <= 0),
-// in plain arithmetic so that loops calling it vectorize (std::exp does not, and clamping
-// both ends costs a quarter of the time in GCC's selects). Cephes' expf: x = n ln2 + r with
-// |r| <= ln2 / 2, a degree-6 polynomial for e^r (max relative error ~1.2e-7 measured), and
-// 2^n built in the exponent bits in two halves so that results underflow to 0 by themselves
-// (x = -inf gives exactly 0, as masked softmax entries must). n is read from the bits of
-// the rounded sum (the 1.5 * 2^23 trick), so no float->int conversion is needed. NaN stays
-// NaN: the clamp keeps it and it propagates through the polynomial.
-inline float exp_nonpositive(float x) {
-    constexpr float kLo = -104.0f;         // e^-104 < half the least denormal: rounds to 0
+// e^c for c in [-104, 89] (the callers clamp), in plain arithmetic so that loops calling it
+// vectorize (std::exp does not). Cephes' expf: c = n ln2 + r with |r| <= ln2 / 2, a degree-6
+// polynomial for e^r (max relative error ~1.2e-7 measured), and 2^n built in the exponent bits
+// in two halves so that results underflow to 0 and overflow to inf by themselves. n is read
+// from the bits of the rounded sum (the 1.5 * 2^23 trick), so no float->int conversion is
+// needed. NaN propagates through the polynomial.
+[[gnu::always_inline]] inline float exp_clamped(float c) {
     constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-    float c = kLo > x ? kLo : x;
     float shifted = madd(c, 1.44269504088896341f, kRound);  // c / ln2 + 1.5 * 2^23
     float n = shifted - kRound;
     int32_t exponent = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
@@ -100,6 +98,67 @@ inline float exp_nonpositive(float x) {
     float scale_a = std::bit_cast<float>((half + 127) << 23);
     float scale_b = std::bit_cast<float>((exponent - half + 127) << 23);
     return p * scale_a * scale_b;
+}
+
+// exp(x) for x <= 88, the range that softmax and logsumexp need (they pass x - max <= 0):
+// only the lower end is clamped (clamping both ends costs a quarter of the time in GCC's
+// selects). e^-104 is below half the least denormal, so x = -inf gives exactly 0, as masked
+// softmax entries must. NaN stays NaN: the clamp keeps it.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
+    constexpr float kLo = -104.0f;
+    return exp_clamped(kLo > x ? kLo : x);
+}
+
+// exp(x) over the whole float range: e^89 overflows to inf as e^x does above ~88.72.
+[[gnu::always_inline]] inline float exp(float x) {
+    constexpr float kLo = -104.0f, kHi = 89.0f;
+    float c = kLo > x ? kLo : x;
+    return exp_clamped(c > kHi ? kHi : c);
+}
+
+// log(1 + e^x) = max(x, 0) + log(1 + e^-|x|) in plain float arithmetic (log1pf is a library
+// call). With y = 1 + e^-|x| in (1, 2] and s = (y - 1) / (y + 1) in (0, 1/3],
+// log y = 2 atanh s = 2 (s + s^3/3 + ... + s^15/15), the truncation below 2e-9 relative.
+// Never overflows; NaN stays NaN.
+[[gnu::always_inline]] inline float log1p_exp(float x) {
+    float e = exp_nonpositive(-std::fabs(x));
+    float s = e / (2.0f + e), s2 = s * s;
+    float p = madd(1.0f / 15, s2, 1.0f / 13);
+    p = madd(p, s2, 1.0f / 11);
+    p = madd(p, s2, 1.0f / 9);
+    p = madd(p, s2, 1.0f / 7);
+    p = madd(p, s2, 1.0f / 5);
+    p = madd(p, s2, 1.0f / 3);
+    p = madd(p, s2, 1.0f);
+    return std::max(x, 0.0f) + 2.0f * s * p;
+}
+
+// tanh(x) as Eigen's float tanh computes it: x P(x^2) / Q(x^2), odd degree 13 over even
+// degree 6, on x clamped to the point where the ratio rounds to +-1 (7.9988 with fused
+// multiply-adds, 7.9053 without; tanh is +-1 in float beyond), and x itself for |x| < 0.0004
+// (tanh x = x - x^3/3 rounds to x there). At most 4.8 ulp from tanh (measured); NaN
+// stays NaN.
+[[gnu::always_inline]] inline float tanh(float v) {
+#ifdef __FMA__
+    constexpr float kClamp = 7.99881172180175781f;
+#else
+    constexpr float kClamp = 7.90531110763549805f;
+#endif
+    float x = v > kClamp ? kClamp : v;
+    x = x < -kClamp ? -kClamp : x;
+    float x2 = x * x;
+    float p = madd(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
+    p = madd(x2, p, -8.60467152213735e-11f);
+    p = madd(x2, p, 5.12229709037114e-08f);
+    p = madd(x2, p, 1.48572235717979e-05f);
+    p = madd(x2, p, 6.37261928875436e-04f);
+    p = madd(x2, p, 4.89352455891786e-03f);
+    float q = madd(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
+    q = madd(x2, q, 2.26843463243900e-03f);
+    q = madd(x2, q, 4.89352518554385e-03f);
+    float ratio = x * p / q;
+    bool tiny = (std::bit_cast<int32_t>(v) & 0x7fffffff) < std::bit_cast<int32_t>(0.0004f);
+    return tiny ? v : ratio;
 }
 
 // Double precision serves gradient checks, where speed does not matter.

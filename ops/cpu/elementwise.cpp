@@ -33,14 +33,19 @@ namespace cpu {
 namespace {
 
 // The primitives of ops/elementwise_math.h on the CPU: the library's, except for float ones
-// in plain arithmetic so that the element loops vectorize (std::erf, std::exp and a float
-// select whose arm may trap do not: GCC will not if-convert it). double keeps the library.
+// in plain arithmetic so that the element loops vectorize (std::erf, std::exp, std::tanh and
+// log1p are library calls; selects work on the bits, which vectorize even in a build without
+// CMakeLists.txt's -fno-trapping-math). double keeps the library. Every primitive is always
+// inlined: GCC left sigmoid out of line, a call per element.
 struct CpuMath : em::LibraryMath {
     using LibraryMath::erf;
+    using LibraryMath::exp;
     using LibraryMath::exp_below;
     using LibraryMath::exp_nonpositive;
     using LibraryMath::expm1_below;
+    using LibraryMath::log1p_exp;
     using LibraryMath::sigmoid;
+    using LibraryMath::tanh;
     using LibraryMath::tanh_gelu;
     using LibraryMath::where_positive;
 
@@ -48,7 +53,7 @@ struct CpuMath : em::LibraryMath {
     // beyond), max relative error 3.7e-7 measured against double erf. The clamp to [-4, 4]
     // works on the bits: GCC does not if-convert float comparisons (they may trap). NaN maps
     // to +-1 here; GELU multiplies by x, so NaN still propagates.
-    static float erf(float v) {
+    [[gnu::always_inline]] static float erf(float v) {
         int32_t bits = std::bit_cast<int32_t>(v);
         bool beyond = (bits & 0x7fffffff) > 0x40800000;  // |v| > 4 (or NaN)
         float x = std::bit_cast<float>(beyond ? (bits & int32_t(0x80000000)) | 0x40800000 : bits);
@@ -66,26 +71,29 @@ struct CpuMath : em::LibraryMath {
         return x * p / q;
     }
 
-    // The vectorizable exp of the softmax kernels.
-    static float exp_nonpositive(float v) { return vec::exp_nonpositive(v); }
+    // The vectorizable exp, tanh and log(1 + e^v) of ops/reduce_kernels.h.
+    [[gnu::always_inline]] static float exp_nonpositive(float v) { return vec::exp_nonpositive(v); }
+    [[gnu::always_inline]] static float exp(float v) { return vec::exp(v); }
+    [[gnu::always_inline]] static float tanh(float v) { return vec::tanh(v); }
+    [[gnu::always_inline]] static float log1p_exp(float v) { return vec::log1p_exp(v); }
 
     // All ones where v > 0 (its bits, read as an int, lie in (0, +inf]), else zero: +0, -0,
     // the negative numbers and every NaN. Integer compares, which GCC vectorizes.
-    static int32_t positive_mask(float v) {
+    [[gnu::always_inline]] static int32_t positive_mask(float v) {
         int32_t bits = std::bit_cast<int32_t>(v);
         return -int32_t((bits > 0) & (bits <= 0x7f800000));
     }
 
     // exp_nonpositive sees min(v, 0) only (positive v masked to +0); NaN stays NaN. e^v - 1
     // is PyTorch's CPU ELU formula too (absolute error ~6e-8 near 0).
-    static float exp_below(float v) {
+    [[gnu::always_inline]] static float exp_below(float v) {
         int32_t bits = std::bit_cast<int32_t>(v) & ~positive_mask(v);
         return vec::exp_nonpositive(std::bit_cast<float>(bits));
     }
-    static float expm1_below(float v) { return exp_below(v) - 1.0f; }
+    [[gnu::always_inline]] static float expm1_below(float v) { return exp_below(v) - 1.0f; }
 
     // Chosen through positive_mask: LibraryMath's v > 0 ? above : below, bit for bit.
-    static float where_positive(float v, float above, float below) {
+    [[gnu::always_inline]] static float where_positive(float v, float above, float below) {
         int32_t positive = positive_mask(v);
         return std::bit_cast<float>((std::bit_cast<int32_t>(above) & positive) |
                                     (std::bit_cast<int32_t>(below) & ~positive));
@@ -93,7 +101,7 @@ struct CpuMath : em::LibraryMath {
 
     // e = exp(-|v|) never overflows, and the result is 1 / (1 + e) for v >= 0, e / (1 + e)
     // below (both accurate to a few ulp). NaN stays NaN.
-    static float sigmoid(float v) {
+    [[gnu::always_inline]] static float sigmoid(float v) {
         int32_t bits = std::bit_cast<int32_t>(v);
         float e = vec::exp_nonpositive(std::bit_cast<float>(bits | int32_t(0x80000000)));
         float r = 1.0f / (1.0f + e);
@@ -102,7 +110,9 @@ struct CpuMath : em::LibraryMath {
 
     // 2 sigmoid(2u) - 1: absolute error ~1e-7, which GELU's 0.5 x (1 + tanh) turns into a
     // relative one.
-    static float tanh_gelu(float u) { return 2.0f * sigmoid(2.0f * u) - 1.0f; }
+    [[gnu::always_inline]] static float tanh_gelu(float u) {
+        return 2.0f * sigmoid(2.0f * u) - 1.0f;
+    }
 };
 
 // y[i] = f(x[i]) over two views of the same shape.
@@ -228,8 +238,25 @@ void where_forward(const StridedView& condition, const StridedView& a, const Str
         const T* x = views[2].ptr<T>();
         const T* y = views[3].ptr<T>();
         for_each_row(views, [&](const int64_t* off, int64_t n, const int64_t* st) {
-            for (int64_t i = 0; i < n; ++i)
-                o[off[0] + i * st[0]] = c[off[1] + i * st[1]] ? x[off[2] + i * st[2]] : y[off[3] + i * st[3]];
+            // Unit-stride rows (each operand contiguous or one broadcast value) in loops GCC
+            // vectorizes: the condition read as bytes (it has no vector type for bool loads).
+            const auto* cr = reinterpret_cast<const uint8_t*>(c + off[1]);
+            T* orow = o + off[0];
+            const T *xr = x + off[2], *yr = y + off[3];
+            bool unit = st[0] == 1 && st[1] == 1;
+            if (unit && st[2] == 1 && st[3] == 1) {
+                for (int64_t i = 0; i < n; ++i) orow[i] = cr[i] ? xr[i] : yr[i];
+            } else if (unit && st[2] == 0 && st[3] == 1) {
+                const T xv = xr[0];
+                for (int64_t i = 0; i < n; ++i) orow[i] = cr[i] ? xv : yr[i];
+            } else if (unit && st[2] == 1 && st[3] == 0) {
+                const T yv = yr[0];
+                for (int64_t i = 0; i < n; ++i) orow[i] = cr[i] ? xr[i] : yv;
+            } else {
+                for (int64_t i = 0; i < n; ++i)
+                    o[off[0] + i * st[0]] =
+                        c[off[1] + i * st[1]] ? x[off[2] + i * st[2]] : y[off[3] + i * st[3]];
+            }
         });
     });
 }

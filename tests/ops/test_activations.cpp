@@ -121,3 +121,27 @@ TEST_CASE("float sigmoid, silu and tanh-GELU kernels match double precision", "[
     CHECK(std::isnan(gelu(nan).item<float>()));
     CHECK(std::isnan(gelu(nan, "tanh").item<float>()));
 }
+
+TEST_CASE("leaky_relu in float32 (the vectorized select): NaN, -0 and long rows",
+          "[ops][activations]") {
+    // PyTorch: x > 0 ? x : x * slope, so NaN stays NaN and -0 gives -0 (times the slope).
+    Tensor s = tensor({-0.0, NAN, -INFINITY, INFINITY}, {4}).requires_grad_();
+    std::vector<float> y = leaky_relu(s, 0.1).to_vector<float>();
+    CHECK((y[0] == 0.0f && std::signbit(y[0])));
+    CHECK(std::isnan(y[1]));
+    CHECK(y[2] == -INFINITY);
+    CHECK(y[3] == INFINITY);
+    // 101 elements: the vector loop and its remainder, through a non-contiguous view.
+    std::vector<double> values;
+    for (int i = 0; i < 101; ++i) values.push_back((i % 3 == 0 ? -1.0 : 1.0) * 0.37 * i);
+    Tensor x = noncontiguous(from_vector(values).to(DType::float32)).requires_grad_();
+    Tensor out = leaky_relu(x, 0.2);
+    out.backward(full_like(out, 2.0));
+    std::vector<double> want, want_grad;
+    for (float f : x.to_vector<float>()) {
+        want.push_back(f > 0 ? double(f) : double(f * 0.2f));
+        want_grad.push_back(f > 0 ? 2.0 : 0.4);
+    }
+    require_close(out, want, 1e-7, 0);
+    require_close(x.grad(), want_grad, 1e-7, 0);
+}

@@ -267,3 +267,94 @@ TEST_CASE("elu's gradient at +0 and -0 is alpha, PyTorch's x <= 0 branch", "[ops
         CHECK(std::isnan(grad[4]));
     }
 }
+
+TEST_CASE("float32 exp, tanh and softplus (the vectorized paths) match float64",
+          "[ops][elementwise]") {
+    // A dense sweep through both saturations (exp under- and overflows near -103 and 88.7,
+    // tanh is +-1 in float beyond ~9), values near 0 where tanh must stay relatively accurate
+    // (its x-for-tiny-x branch starts at 4e-4), odd length so the vector loop's remainder runs
+    // too, read through a non-contiguous view.
+    std::vector<double> values;
+    for (int i = 0; i < 1601; ++i) values.push_back(-110.0 + 0.125 * i);
+    for (double v : {1e-30, 1e-10, 3e-4, 3.999e-4, 4.001e-4, 1e-3, 0.05, 88.5, 88.7})
+        for (double sign : {-1.0, 1.0}) values.push_back(sign * v);
+    Tensor x = noncontiguous(from_vector(values).to(DType::float32)).requires_grad_();
+    std::vector<double> exact_exp, exact_tanh, exact_softplus, softplus_b2;
+    for (float f : x.to_vector<float>()) {  // the float inputs, as the kernels saw them
+        double v = f;
+        exact_exp.push_back(std::exp(v));
+        exact_tanh.push_back(std::tanh(v));
+        exact_softplus.push_back(v > 20 ? v : std::log1p(std::exp(v)));
+        softplus_b2.push_back(2 * v > 10 ? v : std::log1p(std::exp(2 * v)) / 2);
+    }
+    // float's exp overflows to inf past 88.72 as the exact value's rounding does; below
+    // e^-87 the results are denormal, hence the absolute tolerance.
+    Tensor e = exp(x);
+    for (size_t i = 0; i < exact_exp.size(); ++i)
+        if (exact_exp[i] > 3.4028234663852886e38) exact_exp[i] = INFINITY;
+    require_close(e, exact_exp, 1e-6, 1e-44);
+    // tanh: at most 4.8 ulp (measured over [-10, 10]; 2.8e-7 relative)
+    require_close(tanh(x), exact_tanh, 4e-7, 1e-37);
+    require_close(softplus(x), exact_softplus, 1e-6, 1e-44);
+    require_close(softplus(x, 2.0, 10.0), softplus_b2, 1e-6, 1e-44);
+    // Gradients: tanh's from its output (1 - y^2), softplus's a sigmoid.
+    sum(tanh(x)).backward();
+    std::vector<double> want_grad;
+    for (double t : exact_tanh) want_grad.push_back(1 - t * t);
+    require_close(x.grad(), want_grad, 1e-6, 1e-6);
+    // Special values: the limits, -0 keeps its sign through tanh, NaN propagates.
+    Tensor s = tensor({-0.0, -INFINITY, INFINITY, NAN, -NAN}, {5});
+    std::vector<float> ex = exp(s).to_vector<float>(), th = tanh(s).to_vector<float>();
+    std::vector<float> sp = softplus(s).to_vector<float>();
+    CHECK(ex[0] == 1.0f);
+    CHECK(ex[1] == 0.0f);
+    CHECK(ex[2] == INFINITY);
+    CHECK((std::isnan(ex[3]) && std::isnan(ex[4])));
+    CHECK((th[0] == 0.0f && std::signbit(th[0])));
+    CHECK(th[1] == -1.0f);
+    CHECK(th[2] == 1.0f);
+    CHECK((std::isnan(th[3]) && std::isnan(th[4])));
+    CHECK(sp[0] == float(std::log(2.0)));
+    CHECK(sp[1] == 0.0f);
+    CHECK(sp[2] == INFINITY);
+    CHECK((std::isnan(sp[3]) && std::isnan(sp[4])));
+}
+
+TEST_CASE("where over long rows: both operands, one broadcast value, strided",
+          "[ops][elementwise]") {
+    // 37 elements per row: the vector loop and its remainder; the condition alternates
+    // irregularly so no run of one branch hides a wrong pick.
+    int64_t n = 37;
+    std::vector<double> av, bv, cv;
+    for (int64_t i = 0; i < 3 * n; ++i) {
+        av.push_back(double(i));
+        bv.push_back(-double(i) - 0.5);
+        cv.push_back((i * 7) % 5 < 2 ? 1.0 : 0.0);
+    }
+    Tensor a = from_vector(av).to(DType::float32).reshape({3, n});
+    Tensor b = from_vector(bv).to(DType::float32).reshape({3, n});
+    Tensor c = gt(from_vector(cv).reshape({3, n}), 0.0);
+    auto expect = [&](auto pick) {
+        std::vector<double> out;
+        for (int64_t i = 0; i < 3 * n; ++i)
+            out.push_back(cv[size_t(i)] > 0 ? pick(i, true) : pick(i, false));
+        return out;
+    };
+    require_close(where(c, a, b), expect([&](int64_t i, bool t) { return t ? av[i] : bv[i]; }));
+    require_close(where(c, a, -3.0), expect([&](int64_t i, bool t) { return t ? av[i] : -3.0; }));
+    require_close(where(c, scalar_tensor(9.0, DType::float32), b),
+                  expect([&](int64_t i, bool t) { return t ? 9.0 : bv[i]; }));
+    require_close(masked_fill(a, c, 7.0),
+                  expect([&](int64_t i, bool t) { return t ? 7.0 : av[i]; }));
+    // Transposed operands take the strided loop; float64 and int64 the same paths.
+    Tensor at = a.t().contiguous().t(), ct = c.t().contiguous().t();
+    require_close(where(ct, at, b), expect([&](int64_t i, bool t) { return t ? av[i] : bv[i]; }));
+    require_close(where(c, a.to(DType::float64), b.to(DType::float64)),
+                  expect([&](int64_t i, bool t) { return t ? av[i] : bv[i]; }));
+    CHECK(where(c, a.to(DType::int64), scalar_tensor(-1.0, DType::int64)).to_vector<int64_t>() ==
+          [&] {
+              std::vector<int64_t> out;
+              for (int64_t i = 0; i < 3 * n; ++i) out.push_back(cv[size_t(i)] > 0 ? i : -1);
+              return out;
+          }());
+}
