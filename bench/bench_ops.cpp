@@ -1,10 +1,11 @@
 // bench_ops: issue 3's speed goals, the workloads of bench/torch_ops.py in lumen. Every
 // workload is forward + backward through autograd with a fixed upstream gradient, as in
-// training: dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and GELU on
-// (64, 1024, 256); the Mamba selective scan and the Hyena FFT long convolution for L = 1k..16k
-// tokens (the figures per token show how time grows with L). One JSON object per line
+// training: dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and the
+// activations on (64, 1024, 256); the Mamba selective scan and the Hyena FFT long convolution for L
+// = 1k..16k tokens (the figures per token show how time grows with L). One JSON object per line
 // (bench/run.sh); entries conv3x3_b8_c64_56, conv3x3x3_b1_c32_32x64x64, dwconv3x3_b8_c256_56,
-// <op>_64x1024x256, selective_scan_l<L>, fftconv_l<L>. --device cuda runs them on the GPU. Usage:
+// <op>_64x1024x256 (op: layer_norm, softmax and the activations), selective_scan_l<L>,
+// fftconv_l<L>. --device cuda runs them on the GPU. Usage:
 // bench_ops [--threads N] [--repeats R] [--only names] [--device cpu|cuda]
 #include <functional>
 #include <string>
@@ -66,6 +67,14 @@ void bench_rowwise(const Options& options) {
         {"layer_norm", [=] { return layer_norm(x, {256}, w, b); }, {x, w, b}},
         {"softmax", [=] { return softmax(x, -1); }, {x}},
         {"gelu", [=] { return gelu(x); }, {x}},
+        // The other activations of the papers' models: UNETR's leaky ReLU, the gates' sigmoid,
+        // Mamba's and Hyena's SiLU, Mamba's softplus, the GELU tanh form, tanh.
+        {"leaky_relu", [=] { return leaky_relu(x, 0.01); }, {x}},
+        {"sigmoid", [=] { return sigmoid(x); }, {x}},
+        {"silu", [=] { return silu(x); }, {x}},
+        {"softplus", [=] { return softplus(x); }, {x}},
+        {"gelu_tanh", [=] { return gelu(x, "tanh"); }, {x}},
+        {"tanh", [=] { return tanh(x); }, {x}},
     };
     for (const Case& c : cases) {
         std::string name = std::string(c.name) + "_64x1024x256";

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The workloads of bench/bench_ops.cpp in PyTorch (issue 3's speed goals), printed in the same
 JSON-lines format. Every workload is forward + backward with autograd, as in training:
-dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and GELU on
+dense and depthwise 3x3 conv2d, a dense 3x3x3 conv3d; layer_norm, softmax and the activations on
 (64, 1024, 256); the Mamba selective scan (a sequential reference: PyTorch has no fused CPU
 kernel) and the Hyena FFT long convolution for L = 1k..16k tokens. Entries conv3x3_b8_c64_56,
 conv3x3x3_b1_c32_32x64x64, dwconv3x3_b8_c256_56, <op>_64x1024x256, selective_scan_l<L>,
@@ -56,7 +56,13 @@ def bench_rowwise(repeats):
     traffic = 5 * 4 * x.numel()
     cases = [("layer_norm", lambda: F.layer_norm(x, (256,), w, b), [x, w, b]),
              ("softmax", lambda: torch.softmax(x, -1), [x]),
-             ("gelu", lambda: F.gelu(x), [x])]
+             ("gelu", lambda: F.gelu(x), [x]),
+             ("leaky_relu", lambda: F.leaky_relu(x, 0.01), [x]),
+             ("sigmoid", lambda: torch.sigmoid(x), [x]),
+             ("silu", lambda: F.silu(x), [x]),
+             ("softplus", lambda: F.softplus(x), [x]),
+             ("gelu_tanh", lambda: F.gelu(x, approximate="tanh"), [x]),
+             ("tanh", lambda: torch.tanh(x), [x])]
     for name, make, inputs in cases:
         if not selected(ARGS, f"{name}_64x1024x256"):
             continue

@@ -51,6 +51,22 @@ void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias)
 // Adds bias[c] to every element of channel c of y (batch, channels, spatial...), contiguous.
 void conv_add_bias(const StridedView& y, const StridedView& bias);
 
+// The direct dense kernels of ops/cpu/conv_direct.cpp, which conv_forward and
+// conv_backward_input use when conv_direct_applies (for float32). The kernels handle stride
+// 1, dilation 1, one group, any kernel of 2 taps or more, any padding and a multiple of 32
+// channels written, on an x86-64 machine with AVX-512; by default (ConvDirect::automatic)
+// they run where they measured faster: 3-D kernels (27 taps or more), at least 8 channels
+// read and 32 or 64 written (forward: in_channels read, out_channels written; grad_x the
+// other way round), rows of 32 positions or more. Pointers to contiguous tensors; grad_x
+// is overwritten.
+enum class ConvDirect { automatic, always, never };
+void set_conv_direct(ConvDirect mode);  // tests: always, or never (im2col + GEMM everywhere)
+bool conv_direct_applies(const ConvShape& shape, int64_t read_channels, int64_t written_channels);
+void conv_direct_forward(const float* x, const float* weight, const float* bias, float* y,
+                         const ConvShape& shape);
+void conv_direct_backward_input(const float* grad_y, const float* weight, float* grad_x,
+                                const ConvShape& shape);
+
 // The direct depthwise kernels behind the three above (shape.is_depthwise()), any kernel
 // size, stride, padding and dilation; in ops/cpu/conv_depthwise.cpp.
 void depthwise_conv_forward(const StridedView& x, const StridedView& weight,

@@ -1,7 +1,8 @@
 // CPU dense convolution through im2col + GEMM (Eigen), forward and both backward products,
 // plus the bias kernels. The output positions of each (sample, group) are cut into column
 // chunks so that the im2col scratch stays bounded (kColBytes per thread) and every thread
-// gets work even for a single sample. Depthwise problems are sent to conv_depthwise.cpp.
+// gets work even for a single sample. Depthwise problems are sent to conv_depthwise.cpp, and
+// stride-1 float32 ones with 32k output channels on AVX-512 machines to conv_direct.cpp.
 // A 1x1 convolution with stride 1 and no padding reads x in place (its im2col is x itself).
 
 // Tune generically, as ops/cpu/matmul.cpp explains: GCC's znver3 tuning slows Eigen's GEMM
@@ -310,6 +311,11 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
 void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
                   const StridedView& y, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_forward(x, weight, bias, y, shape);
+    if (y.dtype == DType::float32 &&
+        conv_direct_applies(shape, shape.in_channels, shape.out_channels))
+        return conv_direct_forward(x.ptr<const float>(), weight.ptr<const float>(),
+                                   bias.data ? bias.ptr<const float>() : nullptr, y.ptr<float>(),
+                                   shape);
     dispatch_floating(y.dtype, "conv", [&]<typename T>() {
         forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
                          bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
@@ -319,6 +325,10 @@ void conv_forward(const StridedView& x, const StridedView& weight, const Strided
 void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
                          const StridedView& grad_x, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_input(grad_y, weight, grad_x, shape);
+    if (grad_x.dtype == DType::float32 &&
+        conv_direct_applies(shape, shape.out_channels, shape.in_channels))
+        return conv_direct_backward_input(grad_y.ptr<const float>(), weight.ptr<const float>(),
+                                          grad_x.ptr<float>(), shape);
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
         backward_input_typed<T>(grad_y.ptr<const T>(), weight.ptr<const T>(), grad_x.ptr<T>(),
                                 shape);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "conformance/check_vectors.h"
+#include "ops/conv_kernels.h"
 #include "support/gradcheck.h"
 
 using namespace lumen;
@@ -203,6 +204,61 @@ TEST_CASE("conv: backward matches naive loops across GEMM chunks and groups", "[
             grad_b[size_t(int64_t(i) / spatial % p.w[0])] += rv[i];
         require_close(b.grad(), grad_b, 1e-10, 1e-12);
     }
+}
+
+TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and grad_x",
+          "[ops][conv]") {
+    // Stride-1 problems of 32k output channels (and, for grad_x, 32k input channels), run by
+    // the direct kernels of ops/cpu/conv_direct.cpp (ConvDirect::always; they need AVX-512)
+    // and by im2col + GEMM (never). Widths 29, 13 and 17 run the 12-, 4- and 1-position tiles;
+    // padding 2 with k = 3 makes grad_x's equivalent padding negative; C_in = 1 is a network's
+    // first convolution; 96 output channels are three blocks of 32.
+    ConvShape probe;
+    probe.kernel[2] = 3;
+    cpu::set_conv_direct(cpu::ConvDirect::always);
+    bool avx512 = cpu::conv_direct_applies(probe, 32, 32);
+    if (!avx512) WARN("no AVX-512 here: the direct kernels are not run, only im2col + GEMM");
+    for (const Problem& given : {problem({2, 32, 5, 6, 29}, {32, 32, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 1, 4, 5, 17}, {64, 1, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({2, 32, 7, 13}, {96, 32, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 32, 6, 14}, {64, 32, 3, 3}, {1}, {0}, {1}, 1),
+                                 problem({1, 64, 3, 4, 10}, {32, 64, 3, 3, 3}, {1}, {2}, {1}, 1),
+                                 problem({2, 32, 40}, {32, 32, 5}, {1}, {2}, {1}, 1)}) {
+        Problem p = expanded(given);
+        INFO("x " << text(p.x) << " w " << text(p.w));
+        Tensor x = random_input(p.x, 31).to(DType::float32);
+        Tensor w = random_input(p.w, 32).to(DType::float32);
+        Tensor b = random_input({p.w[0]}, 33).to(DType::float32);
+        Tensor r = random_input(p.y(), 34).to(DType::float32);
+        std::vector<double> wv = w.to_vector<double>(), rv = r.to_vector<double>();
+        std::vector<double> grad_x(size_t(shape_numel(p.x)), 0.0);
+        visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
+            grad_x[size_t(xi)] += rv[size_t(yi)] * wv[size_t(wi)];
+        });
+        std::vector<double> want = reference_forward(p, x, w, b);
+        for (cpu::ConvDirect mode : {cpu::ConvDirect::always, cpu::ConvDirect::never}) {
+            cpu::set_conv_direct(mode);
+            Tensor leaf = x.detach().requires_grad_();
+            Tensor y = run_conv(given, leaf, w, b);
+            require_close(y, want, 1e-4, 1e-4);
+            sum(y * r).backward();
+            require_close(leaf.grad(), grad_x, 1e-4, 1e-4);
+        }
+    }
+    // The default picks the direct kernels for the 3-D heads' convolutions only.
+    cpu::set_conv_direct(cpu::ConvDirect::automatic);
+    ConvShape head;
+    for (int d = 0; d < 3; ++d) {
+        head.kernel[d] = 3;
+        head.padding[d] = 1;
+        head.input[d] = head.output[d] = 64;
+    }
+    CHECK(cpu::conv_direct_applies(head, 32, 32) == avx512);
+    CHECK(cpu::conv_direct_applies(head, 64, 32) == avx512);
+    CHECK(!cpu::conv_direct_applies(head, 1, 32));    // the first convolution
+    CHECK(!cpu::conv_direct_applies(head, 32, 128));  // more channels: the GEMM wins
+    head.kernel[0] = 1;
+    CHECK(!cpu::conv_direct_applies(head, 32, 32));  // a 2-D 3x3 kernel
 }
 
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {

@@ -1,0 +1,272 @@
+// CPU direct convolution for stride 1, dilation 1 and one group, float32, on machines with
+// AVX-512 (the 3x3 and 3x3x3 convolutions of the UNETR, UNet and UTNet heads): forward and
+// input gradient. im2col + GEMM (ops/cpu/conv.cpp) copies every input value once per kernel
+// tap and the GEMM packs that copy again; with the few output channels of these heads (32-64)
+// those copies took a third of the time. Here a register tile of 12 output positions of one
+// output row x 32 output channels accumulates
+//   y[o, d, h, w] = bias[o] + sum over c, a, b, e of W[o, c, a, b, e] x[c, d+a-pd, h+b-ph, w+e-pw]
+// one input value broadcast against the weights of 16 output channels per vector, straight
+// from the input rows. Each input row is first copied once, padded along W so that a tile never
+// tests a bound; taps whose input plane or row falls outside D or H are skipped. The 24
+// accumulators need AVX-512's 32 vector registers: with AVX2's 16 the tile is too small and
+// measured no faster than im2col + GEMM, so other machines keep that path.
+//
+// The input gradient of a stride-1 convolution is the same operation: grad_y convolved with
+// the weight flipped in space and its two channel dims swapped, padded by k - 1 - p.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/conv_kernels.h"
+
+namespace lumen::cpu {
+
+namespace {
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LUMEN_CONV_DIRECT 1
+#define LUMEN_AVX512 __attribute__((target("avx512f,fma")))
+#else
+#define LUMEN_CONV_DIRECT 0
+#define LUMEN_AVX512
+#endif
+
+ConvDirect direct_mode = ConvDirect::automatic;
+
+// One stride-1 convolution as the kernel sees it: x (C, Di, Hi, Wi) per sample, y (O, Do, Ho,
+// Wo), weights packed as wt[((c * KD + a) * KH + b) * KW + e][o] (output channels innermost),
+// input index = output index + tap - pad along each dim (pad may be negative).
+struct Geometry {
+    int64_t batch, in_channels, out_channels;
+    int64_t in[3], out[3], kernel[3], pad[3];
+    int64_t padded_width() const { return out[2] + kernel[2] - 1; }
+};
+
+#if LUMEN_CONV_DIRECT
+
+typedef float Vec16 __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+constexpr int kVectors = 2;                // output channels per tile: 32
+constexpr int kBlock = kLanes * kVectors;  // output channels per block
+constexpr int kPositions = 12;             // output positions per tile
+// Taps (input channel x kernel tap) per pass over a tile: their weights (13.5 KB for 32 output
+// channels) stay in L1, and the accumulators are loaded and stored once per pass.
+constexpr int64_t kTapsPerPass = 108;
+
+[[gnu::always_inline]] LUMEN_AVX512 inline Vec16 load(const float* p) {
+    Vec16 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+[[gnu::always_inline]] LUMEN_AVX512 inline void store(float* p, Vec16 v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// tile[P positions][32 channels] += the taps of input channels [c0, c1) for the P output
+// positions whose padded input starts at `row0` (channel 0, plane 0, row 0); rows[t] is the
+// offset of tap t's (plane, row), first_tap[t] its first packed weight.
+template <int P>
+[[gnu::always_inline]] LUMEN_AVX512 inline void accumulate_tile(
+    const float* __restrict row0, int64_t channel_stride, const int64_t* rows, int64_t taps,
+    int64_t kw, const float* __restrict wt, const int64_t* first_tap, int64_t out_channels,
+    int64_t c0, int64_t c1, float* __restrict tile) {
+    Vec16 acc[P][kVectors];
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < kVectors; ++j) acc[p][j] = load(tile + p * kBlock + j * kLanes);
+    for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t t = 0; t < taps; ++t) {
+            const float* in = row0 + c * channel_stride + rows[t];
+            const float* w = wt + (c * first_tap[taps] + first_tap[t]) * out_channels;
+            for (int64_t e = 0; e < kw; ++e) {
+                Vec16 weights[kVectors];
+                for (int j = 0; j < kVectors; ++j)
+                    weights[j] = load(w + e * out_channels + j * kLanes);
+                for (int p = 0; p < P; ++p) {
+                    float v = in[e + p];
+                    Vec16 b = {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
+                    for (int j = 0; j < kVectors; ++j) acc[p][j] += b * weights[j];
+                }
+            }
+        }
+    }
+    for (int p = 0; p < P; ++p)
+        for (int j = 0; j < kVectors; ++j) store(tile + p * kBlock + j * kLanes, acc[p][j]);
+}
+
+// The taps (a, b) of output row (od, oh) whose input plane and row exist: their offsets in a
+// padded sample (`rows`) and their first packed weight index (`first_tap`), which ends with
+// the taps per channel. Kept out of the AVX-512 code, which has no library calls.
+void row_taps(const Geometry& g, int64_t od, int64_t oh, std::vector<int64_t>& rows,
+              std::vector<int64_t>& first_tap) {
+    rows.clear();
+    first_tap.clear();
+    for (int64_t a = 0; a < g.kernel[0]; ++a) {
+        int64_t id = od + a - g.pad[0];
+        if (id < 0 || id >= g.in[0]) continue;
+        for (int64_t b = 0; b < g.kernel[1]; ++b) {
+            int64_t ih = oh + b - g.pad[1];
+            if (ih < 0 || ih >= g.in[1]) continue;
+            rows.push_back((id * g.in[1] + ih) * g.padded_width());
+            first_tap.push_back((a * g.kernel[1] + b) * g.kernel[2]);
+        }
+    }
+    first_tap.push_back(g.kernel[0] * g.kernel[1] * g.kernel[2]);
+}
+
+// tile (Wo x 32, position-major, holding the bias) += one output row of one block of 32
+// output channels, in passes over a few input channels at a time.
+LUMEN_AVX512 void accumulate_row(const Geometry& g, const float* padded_sample,
+                                 const float* block_wt, const int64_t* rows,
+                                 const int64_t* first_tap, int64_t taps, float* tile) {
+    const int64_t channel_stride = g.in[0] * g.in[1] * g.padded_width();
+    const int64_t channels_per_pass =
+        std::max<int64_t>(1, kTapsPerPass / (g.kernel[0] * g.kernel[1] * g.kernel[2]));
+    for (int64_t c0 = 0; c0 < g.in_channels; c0 += channels_per_pass) {
+        int64_t c1 = std::min(g.in_channels, c0 + channels_per_pass);
+        int64_t w = 0;
+        for (; w + kPositions <= g.out[2]; w += kPositions)
+            accumulate_tile<kPositions>(padded_sample + w, channel_stride, rows, taps, g.kernel[2],
+                                        block_wt, first_tap, g.out_channels, c0, c1,
+                                        tile + w * kBlock);
+        for (; w + 4 <= g.out[2]; w += 4)
+            accumulate_tile<4>(padded_sample + w, channel_stride, rows, taps, g.kernel[2], block_wt,
+                               first_tap, g.out_channels, c0, c1, tile + w * kBlock);
+        for (; w < g.out[2]; ++w)
+            accumulate_tile<1>(padded_sample + w, channel_stride, rows, taps, g.kernel[2], block_wt,
+                               first_tap, g.out_channels, c0, c1, tile + w * kBlock);
+    }
+}
+
+// y = bias + conv(x, wt) for the whole batch.
+void run(const Geometry& g, const float* x, const float* wt, const float* bias, float* y) {
+    const int64_t width = g.padded_width();
+    const int64_t in_rows = g.in[0] * g.in[1];
+    const int64_t out_plane = g.out[1] * g.out[2], out_size = g.out[0] * out_plane;
+    // x with every row padded along W: element j of a padded row is input j - pad (0 outside).
+    std::vector<float> padded(size_t(g.batch * g.in_channels * in_rows * width));
+    int64_t lines = g.batch * g.in_channels * in_rows;
+    parallel_for(0, lines, std::max<int64_t>(1, kGrainSize / width), [&](int64_t lo, int64_t hi) {
+        for (int64_t line = lo; line < hi; ++line) {
+            const float* src = x + line * g.in[2];
+            float* dst = padded.data() + line * width;
+            for (int64_t j = 0; j < width; ++j) {
+                int64_t i = j - g.pad[2];
+                dst[j] = i >= 0 && i < g.in[2] ? src[i] : 0.0f;
+            }
+        }
+    });
+    const int64_t blocks = g.out_channels / kBlock, rows = g.out[0] * g.out[1];
+    const int64_t work =
+        blocks * g.out[2] * g.in_channels * g.kernel[0] * g.kernel[1] * g.kernel[2] * kBlock;
+    parallel_for(0, g.batch * rows, std::max<int64_t>(1, 100000 / std::max<int64_t>(1, work)),
+                 [&](int64_t lo, int64_t hi) {
+                     std::vector<float> tile(size_t(g.out[2] * kBlock));
+                     std::vector<int64_t> tap_rows, first_tap;
+                     for (int64_t task = lo; task < hi; ++task) {
+                         int64_t n = task / rows, row = task % rows, od = row / g.out[1],
+                                 oh = row % g.out[1];
+                         const float* sample = padded.data() + n * g.in_channels * in_rows * width;
+                         row_taps(g, od, oh, tap_rows, first_tap);
+                         for (int64_t block = 0; block < blocks; ++block) {
+                             for (int64_t w = 0; w < g.out[2]; ++w)
+                                 for (int j = 0; j < kBlock; ++j)
+                                     tile[w * kBlock + j] = bias ? bias[block * kBlock + j] : 0.0f;
+                             if (!tap_rows.empty())
+                                 accumulate_row(g, sample, wt + block * kBlock, tap_rows.data(),
+                                                first_tap.data(), int64_t(tap_rows.size()),
+                                                tile.data());
+                             // tile (Wo, 32) -> the block's 32 output rows
+                             float* out = y + (n * g.out_channels + block * kBlock) * out_size +
+                                          od * out_plane + oh * g.out[2];
+                             for (int j = 0; j < kBlock; ++j)
+                                 for (int64_t w = 0; w < g.out[2]; ++w)
+                                     out[j * out_size + w] = tile[w * kBlock + j];
+                         }
+                     }
+                 });
+}
+
+// The kernel's view of convolution `s`, or for grad_x of the convolution that gives it:
+// grad_y convolved with the weight flipped in space and its channel dims swapped, padded by
+// k - 1 - p (input position i receives output i + p - a through tap a, which is output
+// i - (k - 1 - p) + a' through the flipped tap a' = k - 1 - a).
+Geometry geometry(const ConvShape& s, bool input_gradient) {
+    Geometry g{s.batch, s.in_channels, s.out_channels, {}, {}, {}, {}};
+    if (input_gradient) std::swap(g.in_channels, g.out_channels);
+    for (int d = 0; d < 3; ++d) {
+        g.in[d] = input_gradient ? s.output[d] : s.input[d];
+        g.out[d] = input_gradient ? s.input[d] : s.output[d];
+        g.kernel[d] = s.kernel[d];
+        g.pad[d] = input_gradient ? s.kernel[d] - 1 - s.padding[d] : s.padding[d];
+    }
+    return g;
+}
+
+bool machine_has_avx512() {
+    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    return has;
+}
+
+#endif  // LUMEN_CONV_DIRECT
+
+}  // namespace
+
+void set_conv_direct(ConvDirect mode) { direct_mode = mode; }
+
+bool conv_direct_applies(const ConvShape& s, int64_t read_channels, int64_t written_channels) {
+#if LUMEN_CONV_DIRECT
+    // What the kernels handle.
+    if (direct_mode == ConvDirect::never || !machine_has_avx512() || s.groups != 1 ||
+        written_channels % kBlock != 0 || s.kernel_size() < 2)
+        return false;
+    for (int d = 0; d < 3; ++d)
+        if (s.stride[d] != 1 || s.dilation[d] != 1) return false;
+    if (direct_mode == ConvDirect::always) return true;
+    // Where they measured faster than im2col + GEMM (2 threads, AMD Zen 4): 3-D kernels (27
+    // taps or more: im2col copies each input 27 times) writing 32 or 64 channels along rows of
+    // 32 positions or more. 32 -> 32 channels on 32x64x64: 42 against 55 ms forward. Below 8
+    // input channels (a network's first convolution) the tile's setup and transposed stores
+    // outweigh the multiply-adds (2x slower at 1); with more output channels the GEMM's copies
+    // matter less and it wins (1.5-2x at 256), as it does for 2-D 3x3 kernels (9 taps: within
+    // 5% at 32 channels, slower at 128).
+    return read_channels >= 8 && written_channels <= 2 * kBlock && s.kernel_size() >= 27 &&
+           std::min(s.input[2], s.output[2]) >= 32;
+#else
+    (void)s, (void)read_channels, (void)written_channels;
+    return false;
+#endif
+}
+
+void conv_direct_forward(const float* x, const float* weight, const float* bias, float* y,
+                         const ConvShape& s) {
+#if LUMEN_CONV_DIRECT
+    // wt[c, taps][o] = weight[o][c, taps]
+    const int64_t rows = s.in_channels * s.kernel_size();
+    std::vector<float> wt(size_t(rows * s.out_channels));
+    for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t r = 0; r < rows; ++r) wt[r * s.out_channels + o] = weight[o * rows + r];
+    run(geometry(s, false), x, wt.data(), bias, y);
+#else
+    (void)x, (void)weight, (void)bias, (void)y, (void)s;
+#endif
+}
+
+void conv_direct_backward_input(const float* grad_y, const float* weight, float* grad_x,
+                                const ConvShape& s) {
+#if LUMEN_CONV_DIRECT
+    // wt[o, taps flipped][c] = weight[o][c, taps] (see geometry)
+    const int64_t taps = s.kernel_size(), rows = s.in_channels * taps;
+    std::vector<float> wt(size_t(s.out_channels * taps * s.in_channels));
+    for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t c = 0; c < s.in_channels; ++c)
+            for (int64_t t = 0; t < taps; ++t)
+                wt[((o * taps) + (taps - 1 - t)) * s.in_channels + c] =
+                    weight[o * rows + c * taps + t];
+    run(geometry(s, true), grad_y, wt.data(), nullptr, grad_x);
+#else
+    (void)grad_y, (void)weight, (void)grad_x, (void)s;
+#endif
+}
+
+}  // namespace lumen::cpu
