@@ -204,7 +204,10 @@ Geometry geometry(const ConvShape& s, bool input_gradient) {
 }
 
 bool machine_has_avx512() {
-    static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    // CPUID and the OS's saving of the vector registers (the builtins check both); cpu_init
+    // first in case this runs before the runtime's own initialisation (a static initialiser).
+    static const bool has =
+        (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"));
     return has;
 }
 
