@@ -213,6 +213,9 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and gr
     // and by im2col + GEMM (never). Widths 29, 13 and 17 run the 12-, 4- and 1-position tiles;
     // padding 2 with k = 3 makes grad_x's equivalent padding negative; C_in = 1 is a network's
     // first convolution; 96 output channels are three blocks of 32.
+    struct RestoreDefault {  // also when a check below throws
+        ~RestoreDefault() { cpu::set_conv_direct(cpu::ConvDirect::automatic); }
+    } restore;
     ConvShape probe;
     probe.kernel[2] = 3;
     cpu::set_conv_direct(cpu::ConvDirect::always);
