@@ -51,13 +51,13 @@ void conv_backward_bias(const StridedView& grad_y, const StridedView& grad_bias)
 // Adds bias[c] to every element of channel c of y (batch, channels, spatial...), contiguous.
 void conv_add_bias(const StridedView& y, const StridedView& bias);
 
-// The direct dense kernels of ops/cpu/conv_direct.cpp, which conv_forward and
-// conv_backward_input use when conv_direct_applies (for float32). The kernels handle stride
-// 1, dilation 1, one group, any kernel of 2 taps or more, any padding and a multiple of 32
-// channels written, on an x86-64 machine with AVX-512; by default (ConvDirect::automatic)
-// they run where they measured faster: 3-D kernels (27 taps or more), at least 8 channels
-// read and 32 or 64 written (forward: in_channels read, out_channels written; grad_x the
-// other way round), rows of 32 positions or more. Pointers to contiguous tensors; grad_x
+// The direct dense kernels of ops/cpu/conv_direct.cpp, which conv_forward,
+// conv_backward_input and conv_backward_weight use when conv_direct_applies (for float32). The
+// kernels handle stride 1, dilation 1, one group, any kernel of 2 taps or more, any padding and a
+// multiple of 32 channels written, on an x86-64 machine with AVX-512; by default
+// (ConvDirect::automatic) they run where they measured faster: 3-D kernels (27 taps or more), at
+// least 8 channels read and 32 or 64 written (forward: in_channels read, out_channels written;
+// grad_x the other way round), rows of 32 positions or more. Pointers to contiguous tensors; grad_x
 // is overwritten.
 enum class ConvDirect { automatic, always, never };
 void set_conv_direct(ConvDirect mode);  // tests: always, or never (im2col + GEMM everywhere)
@@ -66,6 +66,9 @@ void conv_direct_forward(const float* x, const float* weight, const float* bias,
                          const ConvShape& shape);
 void conv_direct_backward_input(const float* grad_y, const float* weight, float* grad_x,
                                 const ConvShape& shape);
+// grad_weight for a shape where conv_direct_applies(shape, in_channels, out_channels).
+void conv_direct_backward_weight(const float* x, const float* grad_y, float* grad_weight,
+                                 const ConvShape& shape);
 
 // The direct depthwise kernels behind the three above (shape.is_depthwise()), any kernel
 // size, stride, padding and dilation; in ops/cpu/conv_depthwise.cpp.

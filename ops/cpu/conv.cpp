@@ -338,6 +338,10 @@ void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
 void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                           const StridedView& grad_weight, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_weight(x, grad_y, grad_weight, shape);
+    if (grad_weight.dtype == DType::float32 &&
+        conv_direct_applies(shape, shape.in_channels, shape.out_channels))
+        return conv_direct_backward_weight(x.ptr<const float>(), grad_y.ptr<const float>(),
+                                           grad_weight.ptr<float>(), shape);
     dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
         backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
                                  shape);

@@ -1,9 +1,8 @@
 // CPU direct convolution for stride 1, dilation 1 and one group, float32, on machines with
-// AVX-512 (the 3x3 and 3x3x3 convolutions of the UNETR, UNet and UTNet heads): forward and
-// input gradient. im2col + GEMM (ops/cpu/conv.cpp) copies every input value once per kernel
-// tap and the GEMM packs that copy again; with the few output channels of these heads (32-64)
-// those copies took a third of the time. Here a register tile of 12 output positions of one
-// output row x 32 output channels accumulates
+// AVX-512 (the 3x3x3 convolutions of the UNETR heads): forward and both gradients. im2col + GEMM
+// (ops/cpu/conv.cpp) copies every input value once per kernel tap and the GEMM packs that copy
+// again; with the few output channels of these heads (32-64) those copies took a third of the time.
+// Here a register tile of 12 output positions of one output row x 32 output channels accumulates
 //   y[o, d, h, w] = bias[o] + sum over c, a, b, e of W[o, c, a, b, e] x[c, d+a-pd, h+b-ph, w+e-pw]
 // one input value broadcast against the weights of 16 output channels per vector, straight
 // from the input rows. Each input row is first copied once, padded along W so that a tile never
@@ -12,7 +11,9 @@
 // measured no faster than im2col + GEMM, so other machines keep that path.
 //
 // The input gradient of a stride-1 convolution is the same operation: grad_y convolved with
-// the weight flipped in space and its two channel dims swapped, padded by k - 1 - p.
+// the weight flipped in space and its two channel dims swapped, padded by k - 1 - p. The
+// weight gradient turns the tile around: 12 (input channel, tap) pairs x 32 output channels,
+// summed over the positions of an output row (grad_y's row transposed once per row).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -138,14 +139,12 @@ LUMEN_AVX512 void accumulate_row(const Geometry& g, const float* padded_sample,
     }
 }
 
-// y = bias + conv(x, wt) for the whole batch.
-void run(const Geometry& g, const float* x, const float* wt, const float* bias, float* y) {
+// x (batch, C, Di, Hi, Wi) with every row padded along W: element j of a padded row is input
+// j - pad (0 outside).
+std::vector<float> padded_rows(const Geometry& g, const float* x) {
     const int64_t width = g.padded_width();
-    const int64_t in_rows = g.in[0] * g.in[1];
-    const int64_t out_plane = g.out[1] * g.out[2], out_size = g.out[0] * out_plane;
-    // x with every row padded along W: element j of a padded row is input j - pad (0 outside).
-    std::vector<float> padded(size_t(g.batch * g.in_channels * in_rows * width));
-    int64_t lines = g.batch * g.in_channels * in_rows;
+    const int64_t lines = g.batch * g.in_channels * g.in[0] * g.in[1];
+    std::vector<float> padded(size_t(lines * width));
     parallel_for(0, lines, std::max<int64_t>(1, kGrainSize / width), [&](int64_t lo, int64_t hi) {
         for (int64_t line = lo; line < hi; ++line) {
             const float* src = x + line * g.in[2];
@@ -156,6 +155,15 @@ void run(const Geometry& g, const float* x, const float* wt, const float* bias, 
             }
         }
     });
+    return padded;
+}
+
+// y = bias + conv(x, wt) for the whole batch.
+void run(const Geometry& g, const float* x, const float* wt, const float* bias, float* y) {
+    const int64_t width = g.padded_width();
+    const int64_t in_rows = g.in[0] * g.in[1];
+    const int64_t out_plane = g.out[1] * g.out[2], out_size = g.out[0] * out_plane;
+    std::vector<float> padded = padded_rows(g, x);
     const int64_t blocks = g.out_channels / kBlock, rows = g.out[0] * g.out[1];
     const int64_t work =
         blocks * g.out[2] * g.in_channels * g.kernel[0] * g.kernel[1] * g.kernel[2] * kBlock;
@@ -185,6 +193,38 @@ void run(const Geometry& g, const float* x, const float* wt, const float* bias, 
                          }
                      }
                  });
+}
+
+// dst[j][32 channels] += sum over w < width of src[j][w] gy_row[w][32 channels] for N (input
+// channel, tap) pairs j: the weight gradient of one output row, src[j] the padded input row
+// that pair j reads, shifted by its tap along W.
+template <int N>
+[[gnu::always_inline]] LUMEN_AVX512 inline void accumulate_weight_tile(
+    const float* const* src, const float* __restrict gy_row, int64_t width, float* const* dst) {
+    Vec16 acc[N][kVectors];
+    for (int j = 0; j < N; ++j)
+        for (int v = 0; v < kVectors; ++v) acc[j][v] = Vec16{};
+    for (int64_t w = 0; w < width; ++w) {
+        Vec16 grad[kVectors];
+        for (int v = 0; v < kVectors; ++v) grad[v] = load(gy_row + w * kBlock + v * kLanes);
+        for (int j = 0; j < N; ++j) {
+            float x = src[j][w];
+            Vec16 b = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+            for (int v = 0; v < kVectors; ++v) acc[j][v] += b * grad[v];
+        }
+    }
+    for (int j = 0; j < N; ++j)
+        for (int v = 0; v < kVectors; ++v)
+            store(dst[j] + v * kLanes, load(dst[j] + v * kLanes) + acc[j][v]);
+}
+
+// accumulate_weight_tile over `count` pairs, 12 at a time (24 accumulators).
+LUMEN_AVX512 void accumulate_weight_row(const float* const* src, int64_t count, const float* gy_row,
+                                        int64_t width, float* const* dst) {
+    int64_t j = 0;
+    for (; j + kPositions <= count; j += kPositions)
+        accumulate_weight_tile<kPositions>(src + j, gy_row, width, dst + j);
+    for (; j < count; ++j) accumulate_weight_tile<1>(src + j, gy_row, width, dst + j);
 }
 
 // The kernel's view of convolution `s`, or for grad_x of the convolution that gives it:
@@ -269,6 +309,70 @@ void conv_direct_backward_input(const float* grad_y, const float* weight, float*
     run(geometry(s, true), grad_y, wt.data(), nullptr, grad_x);
 #else
     (void)grad_y, (void)weight, (void)grad_x, (void)s;
+#endif
+}
+
+void conv_direct_backward_weight(const float* x, const float* grad_y, float* grad_weight,
+                                 const ConvShape& s) {
+#if LUMEN_CONV_DIRECT
+    // grad_weight[o][c, tap] = sum over samples and output positions of
+    // grad_y[o][position] x[c][position + tap - pad]; per output row, grad_y's row is
+    // transposed to (W, 32 channels) and every (input channel, tap) pair whose input row exists
+    // is one accumulator pair of the tile. Each of `parts` threads sums whole rows into its
+    // own copy, and the copies are added in part order (the result depends on the thread
+    // count only, as im2col + GEMM's).
+    const Geometry g = geometry(s, false);
+    const std::vector<float> padded = padded_rows(g, x);
+    const int64_t width = g.padded_width(), taps = s.kernel_size();
+    const int64_t channel_stride = g.in[0] * g.in[1] * width;
+    const int64_t rows = g.out[0] * g.out[1], tasks = g.batch * rows;
+    const int64_t out_size = g.out[0] * g.out[1] * g.out[2];
+    const int64_t packed = s.in_channels * taps * s.out_channels;  // [c, tap][o]
+    const int64_t parts = std::clamp<int64_t>(get_num_threads(), 1, std::max<int64_t>(1, tasks));
+    std::vector<float> partials(size_t(parts * packed), 0.0f);
+    parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
+        std::vector<float> gy_row(size_t(g.out[2] * kBlock));
+        std::vector<int64_t> tap_rows, first_tap;
+        std::vector<const float*> src;
+        std::vector<float*> dst;
+        for (int64_t part = lo; part < hi; ++part) {
+            float* sum = partials.data() + part * packed;
+            for (int64_t task = part * tasks / parts; task < (part + 1) * tasks / parts; ++task) {
+                int64_t n = task / rows, row = task % rows, od = row / g.out[1],
+                        oh = row % g.out[1];
+                row_taps(g, od, oh, tap_rows, first_tap);
+                if (tap_rows.empty()) continue;
+                const float* sample = padded.data() + n * g.in_channels * channel_stride;
+                for (int64_t block = 0; block < s.out_channels / kBlock; ++block) {
+                    const float* gy = grad_y + (n * s.out_channels + block * kBlock) * out_size +
+                                      (od * g.out[1] + oh) * g.out[2];
+                    for (int j = 0; j < kBlock; ++j)
+                        for (int64_t w = 0; w < g.out[2]; ++w)
+                            gy_row[size_t(w * kBlock + j)] = gy[j * out_size + w];
+                    src.clear();
+                    dst.clear();
+                    for (int64_t c = 0; c < s.in_channels; ++c)
+                        for (size_t t = 0; t < tap_rows.size(); ++t)
+                            for (int64_t e = 0; e < g.kernel[2]; ++e) {
+                                src.push_back(sample + c * channel_stride + tap_rows[t] + e);
+                                dst.push_back(sum + (c * taps + first_tap[t] + e) * s.out_channels +
+                                              block * kBlock);
+                            }
+                    accumulate_weight_row(src.data(), int64_t(src.size()), gy_row.data(), g.out[2],
+                                          dst.data());
+                }
+            }
+        }
+    });
+    for (int64_t part = 1; part < parts; ++part)
+        for (int64_t i = 0; i < packed; ++i)
+            partials[size_t(i)] += partials[size_t(part * packed + i)];
+    const int64_t per_output = s.in_channels * taps;
+    for (int64_t o = 0; o < s.out_channels; ++o)
+        for (int64_t r = 0; r < per_output; ++r)
+            grad_weight[o * per_output + r] = partials[size_t(r * s.out_channels + o)];
+#else
+    (void)x, (void)grad_y, (void)grad_weight, (void)s;
 #endif
 }
 

@@ -206,7 +206,7 @@ TEST_CASE("conv: backward matches naive loops across GEMM chunks and groups", "[
     }
 }
 
-TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and grad_x",
+TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and both gradients",
           "[ops][conv]") {
     // Stride-1 problems of 32k output channels (and, for grad_x, 32k input channels), run by
     // the direct kernels of ops/cpu/conv_direct.cpp (ConvDirect::always; they need AVX-512)
@@ -233,19 +233,22 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and gr
         Tensor w = random_input(p.w, 32).to(DType::float32);
         Tensor b = random_input({p.w[0]}, 33).to(DType::float32);
         Tensor r = random_input(p.y(), 34).to(DType::float32);
-        std::vector<double> wv = w.to_vector<double>(), rv = r.to_vector<double>();
-        std::vector<double> grad_x(size_t(shape_numel(p.x)), 0.0);
+        std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
+        std::vector<double> rv = r.to_vector<double>();
+        std::vector<double> grad_x(xv.size(), 0.0), grad_w(wv.size(), 0.0);
         visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
             grad_x[size_t(xi)] += rv[size_t(yi)] * wv[size_t(wi)];
+            grad_w[size_t(wi)] += rv[size_t(yi)] * xv[size_t(xi)];
         });
         std::vector<double> want = reference_forward(p, x, w, b);
         for (cpu::ConvDirect mode : {cpu::ConvDirect::always, cpu::ConvDirect::never}) {
             cpu::set_conv_direct(mode);
-            Tensor leaf = x.detach().requires_grad_();
-            Tensor y = run_conv(given, leaf, w, b);
+            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
+            Tensor y = run_conv(given, leaf, weight, b);
             require_close(y, want, 1e-4, 1e-4);
             sum(y * r).backward();
             require_close(leaf.grad(), grad_x, 1e-4, 1e-4);
+            require_close(weight.grad(), grad_w, 1e-4, 1e-4);
         }
     }
     // The default picks the direct kernels for the 3-D heads' convolutions only.
