@@ -86,6 +86,21 @@ std::vector<double> reference_forward(const Problem& p, const Tensor& x, const T
     return y;
 }
 
+// The gradients of sum(conv(x, w) * r) with respect to x and w, by the naive loop.
+struct Gradients {
+    std::vector<double> x, w;
+};
+Gradients reference_gradients(const Problem& p, const Tensor& x, const Tensor& w, const Tensor& r) {
+    std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
+    std::vector<double> rv = r.to_vector<double>();
+    Gradients g{std::vector<double>(xv.size(), 0.0), std::vector<double>(wv.size(), 0.0)};
+    visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
+        g.x[size_t(xi)] += rv[size_t(yi)] * wv[size_t(wi)];
+        g.w[size_t(wi)] += rv[size_t(yi)] * xv[size_t(xi)];
+    });
+    return g;
+}
+
 // Transposed convolution = the scatter of the convolution whose input has `out` shape.
 std::vector<double> reference_transpose(const Problem& conv, const Tensor& x, const Tensor& w,
                                         const Tensor& bias) {
@@ -189,16 +204,10 @@ TEST_CASE("conv: backward matches naive loops across GEMM chunks and groups", "[
         w.requires_grad_();
         b.requires_grad_();
         sum(run_conv(given, x, w, b) * r).backward();
-        std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
-        std::vector<double> rv = r.to_vector<double>();
-        std::vector<double> grad_x(xv.size(), 0.0), grad_w(wv.size(), 0.0);
-        visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
-            grad_x[size_t(xi)] += rv[size_t(yi)] * wv[size_t(wi)];
-            grad_w[size_t(wi)] += rv[size_t(yi)] * xv[size_t(xi)];
-        });
-        require_close(x.grad(), grad_x, 1e-10, 1e-12);
-        require_close(w.grad(), grad_w, 1e-10, 1e-12);
-        std::vector<double> grad_b(size_t(p.w[0]), 0.0);
+        Gradients want = reference_gradients(p, x, w, r);
+        require_close(x.grad(), want.x, 1e-10, 1e-12);
+        require_close(w.grad(), want.w, 1e-10, 1e-12);
+        std::vector<double> rv = r.to_vector<double>(), grad_b(size_t(p.w[0]), 0.0);
         int64_t spatial = int64_t(rv.size()) / (p.y()[0] * p.y()[1]);
         for (size_t i = 0; i < rv.size(); ++i)
             grad_b[size_t(int64_t(i) / spatial % p.w[0])] += rv[i];
@@ -233,13 +242,7 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
         Tensor w = random_input(p.w, 32).to(DType::float32);
         Tensor b = random_input({p.w[0]}, 33).to(DType::float32);
         Tensor r = random_input(p.y(), 34).to(DType::float32);
-        std::vector<double> xv = x.to_vector<double>(), wv = w.to_vector<double>();
-        std::vector<double> rv = r.to_vector<double>();
-        std::vector<double> grad_x(xv.size(), 0.0), grad_w(wv.size(), 0.0);
-        visit(p, [&](int64_t yi, int64_t xi, int64_t wi) {
-            grad_x[size_t(xi)] += rv[size_t(yi)] * wv[size_t(wi)];
-            grad_w[size_t(wi)] += rv[size_t(yi)] * xv[size_t(xi)];
-        });
+        Gradients grad = reference_gradients(p, x, w, r);
         std::vector<double> want = reference_forward(p, x, w, b);
         for (cpu::ConvDirect mode : {cpu::ConvDirect::always, cpu::ConvDirect::never}) {
             cpu::set_conv_direct(mode);
@@ -247,8 +250,8 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
             Tensor y = run_conv(given, leaf, weight, b);
             require_close(y, want, 1e-4, 1e-4);
             sum(y * r).backward();
-            require_close(leaf.grad(), grad_x, 1e-4, 1e-4);
-            require_close(weight.grad(), grad_w, 1e-4, 1e-4);
+            require_close(leaf.grad(), grad.x, 1e-4, 1e-4);
+            require_close(weight.grad(), grad.w, 1e-4, 1e-4);
         }
     }
     // The default picks the direct kernels for the 3-D heads' convolutions only.
