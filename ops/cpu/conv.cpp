@@ -2,7 +2,8 @@
 // plus the bias kernels. The output positions of each (sample, group) are cut into column
 // chunks so that the im2col scratch stays bounded (kColBytes per thread) and every thread
 // gets work even for a single sample. Depthwise problems are sent to conv_depthwise.cpp, and
-// stride-1 float32 ones with 32k output channels on AVX-512 machines to conv_direct.cpp.
+// float32 stride-1 3-D ones with 32 or 64 channels written, on AVX-512 machines, to
+// conv_direct.cpp (conv_direct_applies says exactly which).
 // A 1x1 convolution with stride 1 and no padding reads x in place (its im2col is x itself).
 
 // Tune generically, as ops/cpu/matmul.cpp explains: GCC's znver3 tuning slows Eigen's GEMM
