@@ -54,6 +54,23 @@ class Storage {
 // was allocated.
 void* cpu_allocate(size_t nbytes);
 void cpu_free(void* data, size_t nbytes);
+// Uninitialised scratch memory for a kernel, from the same cache (a large block reused from
+// one call to the next costs no page faults and no zeroing, as a std::vector's would).
+template <typename T>
+class CpuScratch {
+  public:
+    explicit CpuScratch(size_t count)
+        : bytes_(count * sizeof(T)), data_(static_cast<T*>(cpu_allocate(bytes_))) {}
+    ~CpuScratch() { cpu_free(data_, bytes_); }
+    CpuScratch(const CpuScratch&) = delete;
+    CpuScratch& operator=(const CpuScratch&) = delete;
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+
+  private:
+    size_t bytes_;
+    T* data_;
+};
 // Returns every cached CPU block to the system (the high-water mark above starts again from the
 // bytes live now); the bytes the cache holds right now.
 void cpu_empty_cache();

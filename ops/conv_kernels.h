@@ -54,19 +54,20 @@ void conv_add_bias(const StridedView& y, const StridedView& bias);
 // The direct dense kernels of ops/cpu/conv_direct.cpp, which conv_forward,
 // conv_backward_input and conv_backward_weight use when conv_direct_applies (for float32). The
 // kernels handle stride 1, dilation 1, one group, any kernel of 2 taps or more, any padding and a
-// multiple of 32 channels written, on an x86-64 machine with AVX-512; by default
-// (ConvDirect::automatic) they run where they measured faster: 3-D kernels (27 taps or more), at
-// least 8 channels read and 32 or 64 written (forward: in_channels read, out_channels written;
-// grad_x the other way round), rows of 32 positions or more. Pointers to contiguous tensors; grad_x
-// is overwritten.
+// multiple of 32 channels written (grad_x writes the input channels), on an x86-64 machine with
+// AVX-512; by default (ConvDirect::automatic) they run where they measured faster: 3-D kernels
+// (27 taps or more) reading 8 channels or more, forward and grad_x up to 256 channels written
+// along rows of 16 positions or more, grad_weight up to 64 output channels along rows of 32 or
+// more, and the two gradients of 2-D 3x3 kernels up to 64 channels written along rows of 128
+// or more. Pointers to contiguous tensors; grad_x is overwritten.
 enum class ConvDirect { automatic, always, never };
+enum class ConvPass { forward, input_gradient, weight_gradient };
 void set_conv_direct(ConvDirect mode);  // tests: always, or never (im2col + GEMM everywhere)
-bool conv_direct_applies(const ConvShape& shape, int64_t read_channels, int64_t written_channels);
+bool conv_direct_applies(const ConvShape& shape, ConvPass pass);
 void conv_direct_forward(const float* x, const float* weight, const float* bias, float* y,
                          const ConvShape& shape);
 void conv_direct_backward_input(const float* grad_y, const float* weight, float* grad_x,
                                 const ConvShape& shape);
-// grad_weight for a shape where conv_direct_applies(shape, in_channels, out_channels).
 void conv_direct_backward_weight(const float* x, const float* grad_y, float* grad_weight,
                                  const ConvShape& shape);
 

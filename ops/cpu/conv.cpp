@@ -2,8 +2,8 @@
 // plus the bias kernels. The output positions of each (sample, group) are cut into column
 // chunks so that the im2col scratch stays bounded (kColBytes per thread) and every thread
 // gets work even for a single sample. Depthwise problems are sent to conv_depthwise.cpp, and
-// float32 stride-1 3-D ones with 32 or 64 channels written, on AVX-512 machines, to
-// conv_direct.cpp (conv_direct_applies says exactly which).
+// most float32 stride-1 3-D ones (and the gradients of some 2-D 3x3 ones), on AVX-512 machines,
+// to conv_direct.cpp (conv_direct_applies says exactly which).
 // A 1x1 convolution with stride 1 and no padding reads x in place (its im2col is x itself).
 
 // Tune generically, as ops/cpu/matmul.cpp explains: GCC's znver3 tuning slows Eigen's GEMM
@@ -21,6 +21,7 @@
 #include "core/dispatch.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/storage.h"
 #include "ops/conv_kernels.h"
 
 namespace lumen::cpu {
@@ -184,7 +185,7 @@ void forward_typed(const T* x, const T* weight, const T* bias, T* y, const ConvS
     int64_t tasks = s.batch * s.groups * p.chunks;
     int64_t grain = task_grain(p.out_group * p.rows * p.chunk);
     parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
-        std::vector<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
+        CpuScratch<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
         for (int64_t task = lo; task < hi; ++task) {
             int64_t chunk = task % p.chunks, unit = task / p.chunks;
             int64_t g = unit % s.groups, b = unit / s.groups;
@@ -226,7 +227,7 @@ void backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const Con
     if (!p.pointwise) std::fill(grad_x, grad_x + s.batch * s.in_channels * s.input_size(), T(0));
     int64_t grain = task_grain(p.out_group * per_block * taps * p.columns);
     parallel_for(0, units * blocks, grain, [&](int64_t lo, int64_t hi) {
-        std::vector<T> col(p.pointwise ? 0 : size_t(per_block * taps * p.chunk));
+        CpuScratch<T> col(p.pointwise ? 0 : size_t(per_block * taps * p.chunk));
         for (int64_t task = lo; task < hi; ++task) {
             int64_t block = task % blocks, unit = task / blocks;
             int64_t g = unit % s.groups, b = unit / s.groups;
@@ -274,7 +275,7 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
     std::fill(grad_weight, grad_weight + weight_size, T(0));
     if (tasks == 0) return;
     parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
-        std::vector<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
+        CpuScratch<T> col(p.pointwise ? 0 : size_t(p.rows * p.chunk));
         for (int64_t part = lo; part < hi; ++part) {
             T* target = part == 0 ? grad_weight : partials.data() + (part - 1) * weight_size;
             for (int64_t task = part * tasks / parts; task < (part + 1) * tasks / parts; ++task) {
@@ -312,8 +313,7 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
 void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
                   const StridedView& y, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_forward(x, weight, bias, y, shape);
-    if (y.dtype == DType::float32 &&
-        conv_direct_applies(shape, shape.in_channels, shape.out_channels))
+    if (y.dtype == DType::float32 && conv_direct_applies(shape, ConvPass::forward))
         return conv_direct_forward(x.ptr<const float>(), weight.ptr<const float>(),
                                    bias.data ? bias.ptr<const float>() : nullptr, y.ptr<float>(),
                                    shape);
@@ -326,8 +326,7 @@ void conv_forward(const StridedView& x, const StridedView& weight, const Strided
 void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
                          const StridedView& grad_x, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_input(grad_y, weight, grad_x, shape);
-    if (grad_x.dtype == DType::float32 &&
-        conv_direct_applies(shape, shape.out_channels, shape.in_channels))
+    if (grad_x.dtype == DType::float32 && conv_direct_applies(shape, ConvPass::input_gradient))
         return conv_direct_backward_input(grad_y.ptr<const float>(), weight.ptr<const float>(),
                                           grad_x.ptr<float>(), shape);
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
@@ -340,7 +339,7 @@ void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                           const StridedView& grad_weight, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_weight(x, grad_y, grad_weight, shape);
     if (grad_weight.dtype == DType::float32 &&
-        conv_direct_applies(shape, shape.in_channels, shape.out_channels))
+        conv_direct_applies(shape, ConvPass::weight_gradient))
         return conv_direct_backward_weight(x.ptr<const float>(), grad_y.ptr<const float>(),
                                            grad_weight.ptr<float>(), shape);
     dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {

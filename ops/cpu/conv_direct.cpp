@@ -1,12 +1,15 @@
 // CPU direct convolution for stride 1, dilation 1 and one group, float32, on machines with
-// AVX-512 (the 3x3x3 convolutions of the UNETR heads): forward and both gradients. im2col + GEMM
-// (ops/cpu/conv.cpp) copies every input value once per kernel tap and the GEMM packs that copy
-// again; with the few output channels of these heads (32-64) those copies took a third of the time.
-// Here a register tile of 12 output positions of one output row x 32 output channels accumulates
+// AVX-512, forward and both gradients: the 3x3x3 convolutions of the UNETR heads, and the
+// gradients of 2-D 3x3 ones on wide rows. im2col + GEMM (ops/cpu/conv.cpp) copies every input
+// value once per kernel tap and the GEMM packs that copy again; with the few output channels of
+// these heads (32-256) those copies took a third of the time. Here a register tile of up to 12
+// output positions of one output row x 32 output channels accumulates
 //   y[o, d, h, w] = bias[o] + sum over c, a, b, e of W[o, c, a, b, e] x[c, d+a-pd, h+b-ph, w+e-pw]
 // one input value broadcast against the weights of 16 output channels per vector, straight
-// from the input rows. Each input row is first copied once, padded along W so that a tile never
-// tests a bound; taps whose input plane or row falls outside D or H are skipped. The 24
+// from the input rows. Each input row is first copied once (into scratch memory from the tensor
+// allocator's cache: a fresh std::vector's page faults and zeroing cost 20% of the forward),
+// padded along W so that a tile never tests a bound; taps whose input plane or row falls outside
+// D or H are skipped. The 24
 // accumulators need AVX-512's 32 vector registers: with AVX2's 16 the tile is too small and
 // measured no faster than im2col + GEMM, so other machines keep that path.
 //
@@ -15,10 +18,13 @@
 // weight gradient turns the tile around: 12 (input channel, tap) pairs x 32 output channels,
 // summed over the positions of an output row (grad_y's row transposed once per row).
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/storage.h"
 #include "ops/conv_kernels.h"
 
 namespace lumen::cpu {
@@ -68,10 +74,11 @@ constexpr int64_t kTapsPerPass = 108;
 // positions whose padded input starts at `row0` (channel 0, plane 0, row 0); rows[t] is the
 // offset of tap t's (plane, row), first_tap[t] its first packed weight.
 template <int P>
-[[gnu::always_inline]] LUMEN_AVX512 inline void accumulate_tile(
-    const float* __restrict row0, int64_t channel_stride, const int64_t* rows, int64_t taps,
-    int64_t kw, const float* __restrict wt, const int64_t* first_tap, int64_t out_channels,
-    int64_t c0, int64_t c1, float* __restrict tile) {
+LUMEN_AVX512 void accumulate_tile(const float* __restrict row0, int64_t channel_stride,
+                                  const int64_t* rows, int64_t taps, int64_t kw,
+                                  const float* __restrict wt, const int64_t* first_tap,
+                                  int64_t out_channels, int64_t c0, int64_t c1,
+                                  float* __restrict tile) {
     Vec16 acc[P][kVectors];
     for (int p = 0; p < P; ++p)
         for (int j = 0; j < kVectors; ++j) acc[p][j] = load(tile + p * kBlock + j * kLanes);
@@ -80,20 +87,34 @@ template <int P>
             const float* in = row0 + c * channel_stride + rows[t];
             const float* w = wt + (c * first_tap[taps] + first_tap[t]) * out_channels;
             for (int64_t e = 0; e < kw; ++e) {
+                // GCC otherwise carries the P - 1 input values that tap e + 1 shares with tap e
+                // across iterations (predictive commoning), through spills and general
+                // registers: 30% slower than broadcasting each from memory again.
+                asm("" : "+r"(in));
                 Vec16 weights[kVectors];
                 for (int j = 0; j < kVectors; ++j)
                     weights[j] = load(w + e * out_channels + j * kLanes);
                 for (int p = 0; p < P; ++p) {
-                    float v = in[e + p];
+                    float v = in[p];
                     Vec16 b = {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
                     for (int j = 0; j < kVectors; ++j) acc[p][j] += b * weights[j];
                 }
+                ++in;
             }
         }
     }
     for (int p = 0; p < P; ++p)
         for (int j = 0; j < kVectors; ++j) store(tile + p * kBlock + j * kLanes, acc[p][j]);
 }
+
+// accumulate_tile for P = 1..12 positions, indexed by P.
+using TileKernel = void (*)(const float*, int64_t, const int64_t*, int64_t, int64_t, const float*,
+                            const int64_t*, int64_t, int64_t, int64_t, float*);
+template <int... P>
+constexpr std::array<TileKernel, sizeof...(P) + 1> tile_kernels(std::integer_sequence<int, P...>) {
+    return {nullptr, &accumulate_tile<P + 1>...};
+}
+constexpr auto kTileKernels = tile_kernels(std::make_integer_sequence<int, kPositions>());
 
 // The taps (a, b) of output row (od, oh) whose input plane and row exist: their offsets in a
 // padded sample (`rows`) and their first packed weight index (`first_tap`), which ends with
@@ -125,37 +146,37 @@ LUMEN_AVX512 void accumulate_row(const Geometry& g, const float* padded_sample,
         std::max<int64_t>(1, kTapsPerPass / (g.kernel[0] * g.kernel[1] * g.kernel[2]));
     for (int64_t c0 = 0; c0 < g.in_channels; c0 += channels_per_pass) {
         int64_t c1 = std::min(g.in_channels, c0 + channels_per_pass);
-        int64_t w = 0;
-        for (; w + kPositions <= g.out[2]; w += kPositions)
-            accumulate_tile<kPositions>(padded_sample + w, channel_stride, rows, taps, g.kernel[2],
-                                        block_wt, first_tap, g.out_channels, c0, c1,
-                                        tile + w * kBlock);
-        for (; w + 4 <= g.out[2]; w += 4)
-            accumulate_tile<4>(padded_sample + w, channel_stride, rows, taps, g.kernel[2], block_wt,
-                               first_tap, g.out_channels, c0, c1, tile + w * kBlock);
-        for (; w < g.out[2]; ++w)
-            accumulate_tile<1>(padded_sample + w, channel_stride, rows, taps, g.kernel[2], block_wt,
-                               first_tap, g.out_channels, c0, c1, tile + w * kBlock);
+        // The row in ceil(Wo / 12) tiles of nearly equal size: a 12 + 12 + 4 + 4 split of 32
+        // positions ran its 4-position tiles 1.6x slower per multiply-add than 11 + 11 + 10.
+        const int64_t tiles = (g.out[2] + kPositions - 1) / kPositions;
+        for (int64_t i = 0; i < tiles; ++i) {
+            int64_t w0 = i * g.out[2] / tiles, w1 = (i + 1) * g.out[2] / tiles;
+            kTileKernels[w1 - w0](padded_sample + w0, channel_stride, rows, taps, g.kernel[2],
+                                  block_wt, first_tap, g.out_channels, c0, c1, tile + w0 * kBlock);
+        }
     }
 }
 
-// x (batch, C, Di, Hi, Wi) with every row padded along W: element j of a padded row is input
-// j - pad (0 outside).
-std::vector<float> padded_rows(const Geometry& g, const float* x) {
-    const int64_t width = g.padded_width();
-    const int64_t lines = g.batch * g.in_channels * g.in[0] * g.in[1];
-    std::vector<float> padded(size_t(lines * width));
+// The rows of x (batch, C, Di, Hi, Wi).
+int64_t padded_lines(const Geometry& g) { return g.batch * g.in_channels * g.in[0] * g.in[1]; }
+
+// padded (lines, padded_width) = x with every row padded along W: element j of a padded row is
+// input j - pad (0 outside).
+void pad_rows(const Geometry& g, const float* x, float* padded) {
+    const int64_t width = g.padded_width(), lines = padded_lines(g);
     parallel_for(0, lines, std::max<int64_t>(1, kGrainSize / width), [&](int64_t lo, int64_t hi) {
         for (int64_t line = lo; line < hi; ++line) {
             const float* src = x + line * g.in[2];
-            float* dst = padded.data() + line * width;
-            for (int64_t j = 0; j < width; ++j) {
-                int64_t i = j - g.pad[2];
-                dst[j] = i >= 0 && i < g.in[2] ? src[i] : 0.0f;
-            }
+            float* dst = padded + line * width;
+            // dst[j] = src[j - pad], 0 outside the row (pad may be negative: grad_x of a
+            // convolution padded by more than k - 1)
+            int64_t begin = std::clamp<int64_t>(g.pad[2], 0, width);
+            int64_t end = std::clamp<int64_t>(g.pad[2] + g.in[2], begin, width);
+            std::fill(dst, dst + begin, 0.0f);
+            std::memcpy(dst + begin, src + (begin - g.pad[2]), size_t(end - begin) * sizeof(float));
+            std::fill(dst + end, dst + width, 0.0f);
         }
     });
-    return padded;
 }
 
 // y = bias + conv(x, wt) for the whole batch.
@@ -163,7 +184,8 @@ void run(const Geometry& g, const float* x, const float* wt, const float* bias, 
     const int64_t width = g.padded_width();
     const int64_t in_rows = g.in[0] * g.in[1];
     const int64_t out_plane = g.out[1] * g.out[2], out_size = g.out[0] * out_plane;
-    std::vector<float> padded = padded_rows(g, x);
+    CpuScratch<float> padded(size_t(padded_lines(g) * g.padded_width()));
+    pad_rows(g, x, padded.data());
     const int64_t blocks = g.out_channels / kBlock, rows = g.out[0] * g.out[1];
     const int64_t work =
         blocks * g.out[2] * g.in_channels * g.kernel[0] * g.kernel[1] * g.kernel[2] * kBlock;
@@ -257,26 +279,43 @@ bool machine_has_avx512() {
 
 void set_conv_direct(ConvDirect mode) { direct_mode = mode; }
 
-bool conv_direct_applies(const ConvShape& s, int64_t read_channels, int64_t written_channels) {
+bool conv_direct_applies(const ConvShape& s, ConvPass pass) {
 #if LUMEN_CONV_DIRECT
+    // The kernel reads `read` channels and writes `written` (grad_x: the forward's roles swapped).
+    const bool input_gradient = pass == ConvPass::input_gradient;
+    const int64_t read = input_gradient ? s.out_channels : s.in_channels;
+    const int64_t written = input_gradient ? s.in_channels : s.out_channels;
     // What the kernels handle.
     if (direct_mode == ConvDirect::never || !machine_has_avx512() || s.groups != 1 ||
-        written_channels % kBlock != 0 || s.kernel_size() < 2)
+        written % kBlock != 0 || s.kernel_size() < 2)
         return false;
     for (int d = 0; d < 3; ++d)
         if (s.stride[d] != 1 || s.dilation[d] != 1) return false;
     if (direct_mode == ConvDirect::always) return true;
-    // Where they measured faster than im2col + GEMM (2 threads, AMD Zen 4): 3-D kernels (27
-    // taps or more: im2col copies each input 27 times) writing 32 or 64 channels along rows of
-    // 32 positions or more. 32 -> 32 channels on 32x64x64: 42 against 55 ms forward. Below 8
-    // input channels (a network's first convolution) the tile's setup and transposed stores
-    // outweigh the multiply-adds (2x slower at 1); with more output channels the GEMM's copies
-    // matter less and it wins (1.5-2x at 256), as it does for 2-D 3x3 kernels (9 taps: within
-    // 5% at 32 channels, slower at 128).
-    return read_channels >= 8 && written_channels <= 2 * kBlock && s.kernel_size() >= 27 &&
-           std::min(s.input[2], s.output[2]) >= 32;
+    // Where they measured faster than im2col + GEMM (2 threads, AMD Zen 4, in-process A/B, ms
+    // forward / grad_x / grad_weight, direct against im2col):
+    // - 3-D kernels (27 taps: im2col copies each input 27 times), forward and grad_x along rows
+    //   of 16 or more: 32 -> 32 channels on 32x64x64 40/39/38 against 56/55/54; 128 -> 64 on
+    //   16x32x32 38/40/45 against 57/59/53; 256 -> 128 on 8x16x16 20/19/28 against 24/24/24;
+    //   256 -> 256 on 8x16x16 44/40/66 against 44/45/45. On 4x8x8 the tiles are too short
+    //   (512 -> 256: 33/35/62 against 18/16/22).
+    // - Their weight gradient only for 32 or 64 output channels along rows of 32 or more
+    //   (64 -> 128 on 16x32x32: 48 against 49).
+    // - 2-D 3x3 kernels (9 taps): the gradients, 32 or 64 channels written along rows of 128
+    //   or more: 32 -> 32 on 2x256x256 -/19/16 against -/24/21, 64 -> 64 on 2x128x128 -/15/13
+    //   against -/18/16; the forward is even or slower (64 -> 32 on 2x256x256: 43 against 35).
+    // Below 8 channels read (a network's first convolution) the tile's setup and transposed
+    // stores outweigh the multiply-adds (2x slower at 1).
+    const int64_t width = std::min(s.input[2], s.output[2]);
+    if (read < 8) return false;
+    if (s.kernel_size() >= 27) {
+        if (pass == ConvPass::weight_gradient) return written <= 2 * kBlock && width >= 32;
+        return written <= 8 * kBlock && width >= 16;
+    }
+    return s.kernel_size() == 9 && pass != ConvPass::forward && written <= 2 * kBlock &&
+           width >= 128;
 #else
-    (void)s, (void)read_channels, (void)written_channels;
+    (void)s, (void)pass;
     return false;
 #endif
 }
@@ -322,7 +361,8 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
     // own copy, and the copies are added in part order (the result depends on the thread
     // count only, as im2col + GEMM's).
     const Geometry g = geometry(s, false);
-    const std::vector<float> padded = padded_rows(g, x);
+    CpuScratch<float> padded(size_t(padded_lines(g) * g.padded_width()));
+    pad_rows(g, x, padded.data());
     const int64_t width = g.padded_width(), taps = s.kernel_size();
     const int64_t channel_stride = g.in[0] * g.in[1] * width;
     const int64_t rows = g.out[0] * g.out[1], tasks = g.batch * rows;

@@ -219,7 +219,8 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
           "[ops][conv]") {
     // Stride-1 problems of 32k output channels (and, for grad_x, 32k input channels), run by
     // the direct kernels of ops/cpu/conv_direct.cpp (ConvDirect::always; they need AVX-512)
-    // and by im2col + GEMM (never). Widths 29, 13 and 17 run the 12-, 4- and 1-position tiles;
+    // and by im2col + GEMM (never). A row of Wo outputs is cut into ceil(Wo / 12) tiles of
+    // nearly equal size: widths 1 to 13 run every tile size from 1 to 12 (29: 9 + 10 + 10);
     // padding 2 with k = 3 makes grad_x's equivalent padding negative; C_in = 1 is a network's
     // first convolution; 96 output channels are three blocks of 32.
     struct RestoreDefault {  // also when a check below throws
@@ -227,15 +228,21 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
     } restore;
     ConvShape probe;
     probe.kernel[2] = 3;
+    probe.out_channels = 32;
     cpu::set_conv_direct(cpu::ConvDirect::always);
-    bool avx512 = cpu::conv_direct_applies(probe, 32, 32);
+    bool avx512 = cpu::conv_direct_applies(probe, cpu::ConvPass::forward);
     if (!avx512) WARN("no AVX-512 here: the direct kernels are not run, only im2col + GEMM");
+    std::vector<Problem> problems;
+    for (int64_t width = 1; width <= 13; ++width)
+        problems.push_back(problem({1, 32, 2, 2, width}, {32, 32, 3, 3, 3}, {1}, {1}, {1}, 1));
     for (const Problem& given : {problem({2, 32, 5, 6, 29}, {32, 32, 3, 3, 3}, {1}, {1}, {1}, 1),
                                  problem({1, 1, 4, 5, 17}, {64, 1, 3, 3, 3}, {1}, {1}, {1}, 1),
                                  problem({2, 32, 7, 13}, {96, 32, 3, 3}, {1}, {1}, {1}, 1),
                                  problem({1, 32, 6, 14}, {64, 32, 3, 3}, {1}, {0}, {1}, 1),
                                  problem({1, 64, 3, 4, 10}, {32, 64, 3, 3, 3}, {1}, {2}, {1}, 1),
-                                 problem({2, 32, 40}, {32, 32, 5}, {1}, {2}, {1}, 1)}) {
+                                 problem({2, 32, 40}, {32, 32, 5}, {1}, {2}, {1}, 1)})
+        problems.push_back(given);
+    for (const Problem& given : problems) {
         Problem p = expanded(given);
         INFO("x " << text(p.x) << " w " << text(p.w));
         Tensor x = random_input(p.x, 31).to(DType::float32);
@@ -254,20 +261,40 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
             require_close(weight.grad(), grad.w, 1e-4, 1e-4);
         }
     }
-    // The default picks the direct kernels for the 3-D heads' convolutions only.
+    // The default: most 3-D convolutions with 8 channels read or more, and the gradients of 2-D
+    // 3x3 ones on wide rows (conv_direct_applies has the measurements).
     cpu::set_conv_direct(cpu::ConvDirect::automatic);
-    ConvShape head;
-    for (int d = 0; d < 3; ++d) {
-        head.kernel[d] = 3;
-        head.padding[d] = 1;
-        head.input[d] = head.output[d] = 64;
+    auto applies = [](int64_t in, int64_t out, int64_t depth_taps, int64_t width,
+                      cpu::ConvPass pass) {
+        ConvShape s;
+        s.in_channels = in;
+        s.out_channels = out;
+        for (int d = 0; d < 3; ++d) {
+            s.kernel[d] = d == 0 ? depth_taps : 3;
+            s.padding[d] = s.kernel[d] / 2;
+            s.input[d] = s.output[d] = width;
+        }
+        return cpu::conv_direct_applies(s, pass);
+    };
+    using cpu::ConvPass;
+    for (ConvPass pass : {ConvPass::forward, ConvPass::input_gradient, ConvPass::weight_gradient}) {
+        CHECK(applies(32, 32, 3, 64, pass) == avx512);
+        CHECK(applies(64, 32, 3, 64, pass) == avx512);
+        CHECK(!applies(32, 32, 3, 8, pass));  // short rows
     }
-    CHECK(cpu::conv_direct_applies(head, 32, 32) == avx512);
-    CHECK(cpu::conv_direct_applies(head, 64, 32) == avx512);
-    CHECK(!cpu::conv_direct_applies(head, 1, 32));    // the first convolution
-    CHECK(!cpu::conv_direct_applies(head, 32, 128));  // more channels: the GEMM wins
-    head.kernel[0] = 1;
-    CHECK(!cpu::conv_direct_applies(head, 32, 32));  // a 2-D 3x3 kernel
+    CHECK(!applies(1, 32, 3, 64, ConvPass::forward));         // the first convolution
+    CHECK(!applies(1, 32, 3, 64, ConvPass::input_gradient));  // writes 1 channel
+    CHECK(applies(128, 256, 3, 16, ConvPass::forward) == avx512);
+    CHECK(applies(256, 128, 3, 16, ConvPass::input_gradient) == avx512);
+    CHECK(!applies(32, 512, 3, 64, ConvPass::forward));  // more channels: the GEMM wins
+    CHECK(!applies(32, 128, 3, 64, ConvPass::weight_gradient));
+    CHECK(!applies(64, 64, 3, 16, ConvPass::weight_gradient));
+    // 2-D 3x3: the gradients on rows of 128 or more, never the forward
+    CHECK(!applies(32, 32, 1, 256, ConvPass::forward));
+    CHECK(applies(32, 32, 1, 256, ConvPass::input_gradient) == avx512);
+    CHECK(applies(32, 32, 1, 256, ConvPass::weight_gradient) == avx512);
+    CHECK(!applies(32, 32, 1, 64, ConvPass::weight_gradient));
+    CHECK(!applies(32, 128, 1, 256, ConvPass::weight_gradient));
 }
 
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
