@@ -218,11 +218,15 @@ void run(const Geometry& g, const float* x, const float* wt, const float* bias, 
 }
 
 // dst[j][32 channels] += sum over w < width of src[j][w] gy_row[w][32 channels] for N (input
-// channel, tap) pairs j: the weight gradient of one output row, src[j] the padded input row
-// that pair j reads, shifted by its tap along W.
+// channel, tap) pairs j, src[j] = src + src_offset[j] the padded input row that pair j reads
+// (shifted by its tap along W), dst[j] = dst + dst_offset[j]: the weight gradient of one
+// output row.
 template <int N>
 [[gnu::always_inline]] LUMEN_AVX512 inline void accumulate_weight_tile(
-    const float* const* src, const float* __restrict gy_row, int64_t width, float* const* dst) {
+    const float* src, const int64_t* src_offset, const float* __restrict gy_row, int64_t width,
+    float* dst, const int64_t* dst_offset) {
+    const float* rows[N];
+    for (int j = 0; j < N; ++j) rows[j] = src + src_offset[j];
     Vec16 acc[N][kVectors];
     for (int j = 0; j < N; ++j)
         for (int v = 0; v < kVectors; ++v) acc[j][v] = Vec16{};
@@ -230,23 +234,27 @@ template <int N>
         Vec16 grad[kVectors];
         for (int v = 0; v < kVectors; ++v) grad[v] = load(gy_row + w * kBlock + v * kLanes);
         for (int j = 0; j < N; ++j) {
-            float x = src[j][w];
+            float x = rows[j][w];
             Vec16 b = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
             for (int v = 0; v < kVectors; ++v) acc[j][v] += b * grad[v];
         }
     }
-    for (int j = 0; j < N; ++j)
+    for (int j = 0; j < N; ++j) {
+        float* out = dst + dst_offset[j];
         for (int v = 0; v < kVectors; ++v)
-            store(dst[j] + v * kLanes, load(dst[j] + v * kLanes) + acc[j][v]);
+            store(out + v * kLanes, load(out + v * kLanes) + acc[j][v]);
+    }
 }
 
 // accumulate_weight_tile over `count` pairs, 12 at a time (24 accumulators).
-LUMEN_AVX512 void accumulate_weight_row(const float* const* src, int64_t count, const float* gy_row,
-                                        int64_t width, float* const* dst) {
+LUMEN_AVX512 void accumulate_weight_row(const float* src, const int64_t* src_offset, int64_t count,
+                                        const float* gy_row, int64_t width, float* dst,
+                                        const int64_t* dst_offset) {
     int64_t j = 0;
     for (; j + kPositions <= count; j += kPositions)
-        accumulate_weight_tile<kPositions>(src + j, gy_row, width, dst + j);
-    for (; j < count; ++j) accumulate_weight_tile<1>(src + j, gy_row, width, dst + j);
+        accumulate_weight_tile<kPositions>(src, src_offset + j, gy_row, width, dst, dst_offset + j);
+    for (; j < count; ++j)
+        accumulate_weight_tile<1>(src, src_offset + j, gy_row, width, dst, dst_offset + j);
 }
 
 // The kernel's view of convolution `s`, or for grad_x of the convolution that gives it:
@@ -373,8 +381,9 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
     parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
         std::vector<float> gy_row(size_t(g.out[2] * kBlock));
         std::vector<int64_t> tap_rows, first_tap;
-        std::vector<const float*> src;
-        std::vector<float*> dst;
+        // The pairs' offsets from the row's first tap row and from the block's first weight:
+        // the same for every row with the same taps (all rows away from the borders).
+        std::vector<int64_t> src_offset, dst_offset, layout;
         for (int64_t part = lo; part < hi; ++part) {
             float* sum = partials.data() + part * packed;
             for (int64_t task = part * tasks / parts; task < (part + 1) * tasks / parts; ++task) {
@@ -382,24 +391,32 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
                         oh = row % g.out[1];
                 row_taps(g, od, oh, tap_rows, first_tap);
                 if (tap_rows.empty()) continue;
-                const float* sample = padded.data() + n * g.in_channels * channel_stride;
+                std::vector<int64_t> key(first_tap);
+                for (int64_t r : tap_rows) key.push_back(r - tap_rows[0]);
+                if (key != layout) {
+                    layout = key;
+                    src_offset.clear();
+                    dst_offset.clear();
+                    for (int64_t c = 0; c < s.in_channels; ++c)
+                        for (size_t t = 0; t < tap_rows.size(); ++t)
+                            for (int64_t e = 0; e < g.kernel[2]; ++e) {
+                                src_offset.push_back(c * channel_stride + tap_rows[t] -
+                                                     tap_rows[0] + e);
+                                dst_offset.push_back((c * taps + first_tap[t] + e) *
+                                                     s.out_channels);
+                            }
+                }
+                const float* first_row =
+                    padded.data() + n * g.in_channels * channel_stride + tap_rows[0];
                 for (int64_t block = 0; block < s.out_channels / kBlock; ++block) {
                     const float* gy = grad_y + (n * s.out_channels + block * kBlock) * out_size +
                                       (od * g.out[1] + oh) * g.out[2];
                     for (int j = 0; j < kBlock; ++j)
                         for (int64_t w = 0; w < g.out[2]; ++w)
                             gy_row[size_t(w * kBlock + j)] = gy[j * out_size + w];
-                    src.clear();
-                    dst.clear();
-                    for (int64_t c = 0; c < s.in_channels; ++c)
-                        for (size_t t = 0; t < tap_rows.size(); ++t)
-                            for (int64_t e = 0; e < g.kernel[2]; ++e) {
-                                src.push_back(sample + c * channel_stride + tap_rows[t] + e);
-                                dst.push_back(sum + (c * taps + first_tap[t] + e) * s.out_channels +
-                                              block * kBlock);
-                            }
-                    accumulate_weight_row(src.data(), int64_t(src.size()), gy_row.data(), g.out[2],
-                                          dst.data());
+                    accumulate_weight_row(first_row, src_offset.data(), int64_t(src_offset.size()),
+                                          gy_row.data(), g.out[2], sum + block * kBlock,
+                                          dst_offset.data());
                 }
             }
         }
