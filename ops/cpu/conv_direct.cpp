@@ -7,11 +7,11 @@
 //   y[o, d, h, w] = bias[o] + sum over c, a, b, e of W[o, c, a, b, e] x[c, d+a-pd, h+b-ph, w+e-pw]
 // one input value broadcast against the weights of 16 output channels per vector, straight
 // from the input rows. Each input row is first copied once (into scratch memory from the tensor
-// allocator's cache: a fresh std::vector's page faults and zeroing cost 20% of the forward),
+// allocator's cache: into a fresh std::vector, element by element, the forward took 25% longer),
 // padded along W so that a tile never tests a bound; taps whose input plane or row falls outside
-// D or H are skipped. The 24
-// accumulators need AVX-512's 32 vector registers: with AVX2's 16 the tile is too small and
-// measured no faster than im2col + GEMM, so other machines keep that path.
+// D or H are skipped. The 24 accumulators need AVX-512's 32 vector registers: with AVX2's 16
+// the tile is too small and measured no faster than im2col + GEMM, so other machines keep that
+// path.
 //
 // The input gradient of a stride-1 convolution is the same operation: grad_y convolved with
 // the weight flipped in space and its two channel dims swapped, padded by k - 1 - p. The
@@ -87,19 +87,14 @@ LUMEN_AVX512 void accumulate_tile(const float* __restrict row0, int64_t channel_
             const float* in = row0 + c * channel_stride + rows[t];
             const float* w = wt + (c * first_tap[taps] + first_tap[t]) * out_channels;
             for (int64_t e = 0; e < kw; ++e) {
-                // GCC otherwise carries the P - 1 input values that tap e + 1 shares with tap e
-                // across iterations (predictive commoning), through spills and general
-                // registers: 30% slower than broadcasting each from memory again.
-                asm("" : "+r"(in));
                 Vec16 weights[kVectors];
                 for (int j = 0; j < kVectors; ++j)
                     weights[j] = load(w + e * out_channels + j * kLanes);
                 for (int p = 0; p < P; ++p) {
-                    float v = in[p];
+                    float v = in[e + p];
                     Vec16 b = {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v};
                     for (int j = 0; j < kVectors; ++j) acc[p][j] += b * weights[j];
                 }
-                ++in;
             }
         }
     }
