@@ -14,7 +14,7 @@
 // step_vit,ckpt_vit,...] [--list]
 //                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
 //                     [--profile]   (per-op tables of one step instead of the timing)
-//                     [--conv-direct auto|never]   (never: no direct 3-D conv kernels, for A/B)
+//                     [--conv-direct auto|never]   (never: no direct conv kernels, for A/B)
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
     }
     if (options.threads > 0) set_num_threads(options.threads);
     // --conv-direct never: every convolution through im2col + GEMM (A/B runs of the direct
-    // 3-D kernels, ops/cpu/conv_direct.cpp); auto (the default) as lumen picks.
+    // kernels, ops/cpu/conv_direct.cpp); auto (the default) as lumen picks.
     for (int i = 1; i + 1 < argc; ++i)
         if (std::strcmp(argv[i], "--conv-direct") == 0)
             cpu::set_conv_direct(std::strcmp(argv[i + 1], "never") == 0
