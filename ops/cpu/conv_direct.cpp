@@ -445,7 +445,7 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
         std::vector<int64_t> tap_rows, first_tap;
         // The pairs' offsets from the row's first tap row and from the block's first weight:
         // the same for every row with the same taps (all rows away from the borders).
-        std::vector<int64_t> src_offset, dst_offset, layout;
+        std::vector<int64_t> src_offset, dst_offset, layout, key;
         for (int64_t part = lo; part < hi; ++part) {
             float* sum = partials.data() + part * packed;
             for (int64_t task = part * tasks / parts; task < (part + 1) * tasks / parts; ++task) {
@@ -453,7 +453,7 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
                         oh = row % g.out[1];
                 row_taps(g, od, oh, tap_rows, first_tap);
                 if (tap_rows.empty()) continue;
-                std::vector<int64_t> key(first_tap);
+                key.assign(first_tap.begin(), first_tap.end());
                 for (int64_t r : tap_rows) key.push_back(r - tap_rows[0]);
                 if (key != layout) {
                     layout = key;
