@@ -13,7 +13,8 @@
 // them, with the options in models.json. Usage: bench_models [--threads N] [--repeats R] [--only
 // step_vit,ckpt_vit,...] [--list]
 //                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
-//                     [--profile]   (per-op tables of one step instead of the timing)
+//                     [--profile [--trace DIR]]   (per-op tables of one step instead of the
+//                     timing; --trace also writes its Chrome trace to DIR/NAME.json)
 //                     [--conv-direct auto|never]   (never: no direct conv kernels, for A/B)
 #include <cstdio>
 #include <cstring>
@@ -161,8 +162,13 @@ int main(int argc, char** argv) {
                                      : cpu::ConvDirect::automatic);
     // --profile: where each selected step's time and memory go (lumen::Profiler's tables of one
     // step after a warm-up step), instead of the timing.
+    // --trace DIR also writes each profiled step's Chrome trace to DIR/NAME.json (every call
+    // with its input shapes, for a per-shape breakdown).
     bool profile = false;
+    std::string trace_dir;
     for (int i = 1; i < argc; ++i) profile = profile || std::strcmp(argv[i], "--profile") == 0;
+    for (int i = 1; i + 1 < argc; ++i)
+        if (std::strcmp(argv[i], "--trace") == 0) trace_dir = argv[i + 1];
     if (!profile)
         std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
                     get_num_threads(), options.repeats);
@@ -182,6 +188,7 @@ int main(int argc, char** argv) {
             profiler.stop();
             std::printf("# %s\n", name.c_str());
             profiler.print_table(std::cout, 25);
+            if (!trace_dir.empty()) profiler.write_chrome_trace(trace_dir + "/" + name + ".json");
         }
     return 0;
 }

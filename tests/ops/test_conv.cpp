@@ -297,6 +297,43 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
     CHECK(!applies(32, 128, 1, 256, ConvPass::weight_gradient));
 }
 
+TEST_CASE("conv: depthwise kernels match the naive loop on both paths, float32 and float64",
+          "[ops][conv]") {
+    // ops/cpu/conv_depthwise.cpp runs stride-1 problems with rows of up to 64 outputs on small
+    // planes as one flat row per plane (the padded plane laid out so each tap is one pass), the
+    // rest row by row. Here: PVT's and SimA's 3x3 at 7x7 and 14x14, rows of 64 (flat) and 65
+    // (row by row), a 3x3x3 volume, a causal-style 1-D k = 4, dilation, a 7x7 kernel, even
+    // kernel widths (no fused 3-tap pass), no padding, more than 9 taps per pass of the weight
+    // gradient (27 = 9 + 9 + 9, 49 = 5 x 9 + 4), several samples per channel, stride 2.
+    for (const Problem& given : {problem({2, 5, 7, 7}, {5, 1, 3, 3}, {1}, {1}, {1}, 5),
+                                 problem({3, 4, 14, 14}, {4, 1, 3, 3}, {1}, {1}, {1}, 4),
+                                 problem({2, 3, 5, 64}, {3, 1, 3, 3}, {1}, {1}, {1}, 3),
+                                 problem({2, 3, 5, 65}, {3, 1, 3, 3}, {1}, {1}, {1}, 3),
+                                 problem({2, 3, 4, 6, 9}, {3, 1, 3, 3, 3}, {1}, {1}, {1}, 3),
+                                 problem({2, 4, 30}, {4, 1, 4}, {1}, {3}, {1}, 4),
+                                 problem({2, 3, 9, 10}, {3, 1, 3, 3}, {1}, {2}, {2}, 3),
+                                 problem({1, 2, 11, 12}, {2, 1, 7, 7}, {1}, {3}, {1}, 2),
+                                 problem({2, 3, 9, 8}, {3, 1, 3, 2}, {1}, {2}, {2, 3}, 3),
+                                 problem({2, 3, 6, 7}, {3, 1, 3, 3}, {1}, {0}, {1}, 3),
+                                 problem({2, 3, 9, 70}, {3, 1, 3, 3}, {2}, {1}, {1}, 3)}) {
+        Problem p = expanded(given);
+        INFO("x " << text(p.x) << " w " << text(p.w));
+        for (DType dtype : {DType::float64, DType::float32}) {
+            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
+            Tensor x = random_input(p.x, 41).to(dtype), w = random_input(p.w, 42).to(dtype);
+            Tensor b = random_input({p.w[0]}, 43).to(dtype);
+            Tensor r = random_input(p.y(), 44).to(dtype);
+            Gradients want = reference_gradients(p, x, w, r);
+            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
+            Tensor y = run_conv(given, leaf, weight, b);
+            require_close(y, reference_forward(p, x, w, b), tolerance, tolerance);
+            sum(y * r).backward();
+            require_close(leaf.grad(), want.x, tolerance, tolerance);
+            require_close(weight.grad(), want.w, tolerance, tolerance);
+        }
+    }
+}
+
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
     // Even dilated kernels need an odd total padding: the extra element goes after.
     Tensor x = random_input({2, 3, 7, 6}, 20), w = random_input({4, 3, 4, 3}, 21);
