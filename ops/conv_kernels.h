@@ -63,6 +63,7 @@ void conv_add_bias(const StridedView& y, const StridedView& bias);
 enum class ConvDirect { automatic, always, never };
 enum class ConvPass { forward, input_gradient, weight_gradient };
 void set_conv_direct(ConvDirect mode);  // tests: always, or never (im2col + GEMM everywhere)
+ConvDirect conv_direct_mode();
 bool conv_direct_applies(const ConvShape& shape, ConvPass pass);
 void conv_direct_forward(const float* x, const float* weight, const float* bias, float* y,
                          const ConvShape& shape);
@@ -79,6 +80,22 @@ void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView&
                                    const StridedView& grad_x, const ConvShape& shape);
 void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                                     const StridedView& grad_weight, const ConvShape& shape);
+
+// Dense convolutions writing few channels (a segmentation head's classes), as direct loops over
+// rows (ops/cpu/conv_depthwise.cpp), which conv_forward, conv_backward_input and
+// conv_backward_weight use when few_channels_conv_applies and the AVX-512 kernels above do not:
+// one group, stride 1, padding from 0 to (kernel - 1) * dilation, any dtype; by default 4 output
+// channels or fewer (kFewChannels with 27 taps or more), 2 taps or more, rows of 16 outputs or
+// more. ConvDirect::never turns them off too; always runs them for every such problem.
+constexpr int64_t kFewChannels = 8;
+bool few_channels_conv_applies(const ConvShape& shape, ConvPass pass);
+void few_channels_conv_forward(const StridedView& x, const StridedView& weight,
+                               const StridedView& bias, const StridedView& y,
+                               const ConvShape& shape);
+void few_channels_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                      const StridedView& grad_x, const ConvShape& shape);
+void few_channels_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                       const StridedView& grad_weight, const ConvShape& shape);
 
 }  // namespace cpu
 

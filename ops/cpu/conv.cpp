@@ -317,6 +317,8 @@ void conv_forward(const StridedView& x, const StridedView& weight, const Strided
         return conv_direct_forward(x.ptr<const float>(), weight.ptr<const float>(),
                                    bias.data ? bias.ptr<const float>() : nullptr, y.ptr<float>(),
                                    shape);
+    if (few_channels_conv_applies(shape, ConvPass::forward))
+        return few_channels_conv_forward(x, weight, bias, y, shape);
     dispatch_floating(y.dtype, "conv", [&]<typename T>() {
         forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
                          bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
@@ -329,6 +331,8 @@ void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
     if (grad_x.dtype == DType::float32 && conv_direct_applies(shape, ConvPass::input_gradient))
         return conv_direct_backward_input(grad_y.ptr<const float>(), weight.ptr<const float>(),
                                           grad_x.ptr<float>(), shape);
+    if (few_channels_conv_applies(shape, ConvPass::input_gradient))
+        return few_channels_conv_backward_input(grad_y, weight, grad_x, shape);
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
         backward_input_typed<T>(grad_y.ptr<const T>(), weight.ptr<const T>(), grad_x.ptr<T>(),
                                 shape);
@@ -342,6 +346,8 @@ void conv_backward_weight(const StridedView& x, const StridedView& grad_y,
         conv_direct_applies(shape, ConvPass::weight_gradient))
         return conv_direct_backward_weight(x.ptr<const float>(), grad_y.ptr<const float>(),
                                            grad_weight.ptr<float>(), shape);
+    if (few_channels_conv_applies(shape, ConvPass::weight_gradient))
+        return few_channels_conv_backward_weight(x, grad_y, grad_weight, shape);
     dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
         backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
                                  shape);

@@ -1,10 +1,20 @@
-// CPU depthwise convolution (groups == in_channels == out_channels), forward and backward, as
-// direct loops over one (sample, channel) plane at a time: an im2col GEMM with one filter per
-// group would do K multiply-adds per copied element. Any kernel, stride, padding and dilation
+// CPU convolutions as direct loops over whole rows: depthwise ones (groups == in_channels ==
+// out_channels), and dense ones that write few channels (a segmentation head's classes).
+//
+// Depthwise: one (sample, channel) plane at a time; an im2col GEMM with one filter per group
+// would do K multiply-adds per copied element. Any kernel, stride, padding and dilation
 // (1-D, 2-D and 3-D alike, seen as 3-D). Every output row is built from whole input rows,
 // one kernel tap at a time over the range of positions where the tap reads inside the input,
 // so the inner loops carry no bounds checks and vectorize at stride 1; kernels 3 wide at
 // stride 1 (3x3, 3x3x3, Mamba's k = 3) fuse their three taps in the forward pass over a row.
+//
+// Few channels: im2col + GEMM is a product of C_out rows (forward, weight gradient) or C_out
+// columns (input gradient) against the copied columns: at 2 classes it only streams memory
+// (the context study's UPerNet head, 192 -> 2 channels 3x3x3 on 2x32x64x64, took 1.2 s of a
+// 3.6 s training step). Here each output row is summed from input rows as in the depthwise
+// forward, over every input channel; the input gradient is that forward over grad_y with the
+// kernel flipped; the weight gradient sums every tap of a (channel, class) pair in one pass
+// over flat planes, as the depthwise one does.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -312,14 +322,25 @@ struct BlockOf;
 template <>
 struct BlockOf<float> {
     typedef float type __attribute__((vector_size(FlatPlane::kBlock * sizeof(float))));
+    typedef float unaligned
+        __attribute__((vector_size(FlatPlane::kBlock * sizeof(float)), aligned(4), may_alias));
 };
 template <>
 struct BlockOf<double> {
     typedef double type __attribute__((vector_size(FlatPlane::kBlock * sizeof(double))));
+    typedef double unaligned
+        __attribute__((vector_size(FlatPlane::kBlock * sizeof(double)), aligned(8), may_alias));
 };
 template <typename T>
 void load_block(const T* from, typename BlockOf<T>::type& block) {
     std::memcpy(&block, from, sizeof(block));
+}
+
+// The sum of a block's lanes, in a fixed order.
+template <typename T>
+T lane_sum(const typename BlockOf<T>::type& lane) {
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
 // sums[t] += the kBlock lane sums of g[i] xp[offsets[t] + i] over i < length, for N taps at
@@ -380,11 +401,8 @@ void backward_weight_flat(const T* x, const T* grad_y, T* grad_weight, const Con
                                                   lanes.data() + t);
                 }
             }
-            for (int64_t t = 0; t < taps; ++t) {
-                const Lanes& lane = lanes[size_t(t)];
-                grad_weight[c * taps + t] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-                                            ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-            }
+            for (int64_t t = 0; t < taps; ++t)
+                grad_weight[c * taps + t] = lane_sum<T>(lanes[size_t(t)]);
         }
     });
 }
@@ -416,6 +434,236 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
     });
 }
 
+// ---- Dense convolutions writing few channels ----
+
+// acc[j][0..NB kBlock) += sum over kernel rows r and taps kw of w[r, kw][j] rows[offsets[r] +
+// kw dilation + 0..NB kBlock), for CO output channels j: CO x NB blocks in registers, 8 for
+// CO x NB = 8, enough independent sums to cover the multiply-add latency. w holds the
+// (tap, channel) pairs `channels` apart per tap.
+template <typename T, int CO, int NB>
+void few_channel_tile(const T* rows, const int64_t* offsets, int64_t kernel_rows, int64_t taps_w,
+                      int64_t dilation, const T* w, int64_t channels, T* acc, int64_t acc_stride) {
+    using V = typename BlockOf<T>::type;
+    using Unaligned = typename BlockOf<T>::unaligned;
+    constexpr int64_t B = FlatPlane::kBlock;
+    V a[CO][NB];
+#pragma GCC unroll 8
+    for (int j = 0; j < CO; ++j)
+#pragma GCC unroll 8
+        for (int k = 0; k < NB; ++k)
+            a[j][k] = *reinterpret_cast<const Unaligned*>(acc + j * acc_stride + k * B);
+    for (int64_t r = 0; r < kernel_rows; ++r) {
+        const T* row = rows + offsets[r];
+        const T* wr = w + r * taps_w * channels;
+        for (int64_t kw = 0; kw < taps_w; ++kw) {
+            V x[NB];
+#pragma GCC unroll 8
+            for (int k = 0; k < NB; ++k)
+                x[k] = *reinterpret_cast<const Unaligned*>(row + kw * dilation + k * B);
+#pragma GCC unroll 8
+            for (int j = 0; j < CO; ++j) {
+                const T v = wr[kw * channels + j];
+                const V wj = {v, v, v, v, v, v, v, v};
+#pragma GCC unroll 8
+                for (int k = 0; k < NB; ++k) a[j][k] += wj * x[k];
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < CO; ++j)
+#pragma GCC unroll 8
+        for (int k = 0; k < NB; ++k)
+            *reinterpret_cast<Unaligned*>(acc + j * acc_stride + k * B) = a[j][k];
+}
+
+// The tile for co channels of nb blocks: nb = 8 / co for the first channels of a row (1, 2 or 4
+// channels per tile), and the same nb for the rest, which may be fewer.
+template <typename T>
+using ChannelTile = void (*)(const T*, const int64_t*, int64_t, int64_t, int64_t, const T*, int64_t,
+                             T*, int64_t);
+template <typename T>
+ChannelTile<T> channel_tile(int64_t co, int64_t nb) {
+    if (nb == 8) return &few_channel_tile<T, 1, 8>;
+    if (nb == 4) return co == 1 ? &few_channel_tile<T, 1, 4> : &few_channel_tile<T, 2, 4>;
+    switch (co) {
+        case 1: return &few_channel_tile<T, 1, 2>;
+        case 2: return &few_channel_tile<T, 2, 2>;
+        case 3: return &few_channel_tile<T, 3, 2>;
+        default: return &few_channel_tile<T, 4, 2>;
+    }
+}
+
+// y = conv(x, weight) + bias at stride 1. A task is a box of output rows (sample, od in
+// [d0, d1), oh in [h0, h1)) whose sums, every channel's, stay in cache (about 256 KiB). It
+// takes the input channels one at a time: the slab of input rows its box reads is copied once
+// into a zero-padded buffer (rows of `stride`, zero rows outside the input), so every input
+// value comes from memory about once (at 192 -> 2 channels on 2x32x64x64 the input is 200 MB,
+// and rows copied per output row were read 9 times: the step was bound by memory), and every
+// output row then runs register tiles of 8 blocks (channels x outputs) over all its
+// kernel rows.
+template <typename T>
+void few_forward_typed(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
+    const int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
+    const int64_t channels = s.out_channels, width = s.output[2];
+    // wt[ci][tap][co] = weight[co][ci][tap]: a tile's channels side by side per tap.
+    std::vector<T> wt(size_t(s.in_channels * taps * channels));
+    for (int64_t co = 0; co < channels; ++co)
+        for (int64_t r = 0; r < s.in_channels * taps; ++r)
+            wt[size_t(r * channels + co)] = weight[co * s.in_channels * taps + r];
+    // Channels per tile and outputs per tile (the last tile of a row runs past its end into
+    // padding).
+    const int64_t tile_channels = channels >= 4 ? 4 : channels >= 2 ? 2 : 1;
+    int64_t blocks = 8 / tile_channels;  // fewer along short rows
+    while (blocks > 2 && (blocks / 2) * FlatPlane::kBlock >= width) blocks /= 2;
+    const int64_t segment = blocks * FlatPlane::kBlock;
+    const int64_t rounded = (width + segment - 1) / segment * segment;
+    const int64_t stride =
+        std::max(rounded + (s.kernel[2] - 1) * s.dilation[2], s.padding[2] + s.input[2]);
+    // The box: rows_h output rows along H (all of them if they fit), rows_d along D.
+    int64_t fit =
+        std::max<int64_t>(1, (int64_t(256) << 10) / int64_t(sizeof(T) * channels * rounded));
+    int64_t rows_h = std::min(fit, s.output[1]);
+    int64_t rows_d = std::clamp<int64_t>(fit / rows_h, 1, s.output[0]);
+    int64_t boxes_h = (s.output[1] + rows_h - 1) / rows_h;
+    int64_t boxes_d = (s.output[0] + rows_d - 1) / rows_d;
+    // The slab a box reads, and each kernel row's offset in it.
+    const int64_t slab_h = rows_h + (s.kernel[1] - 1) * s.dilation[1];
+    const int64_t slab_d = rows_d + (s.kernel[0] - 1) * s.dilation[0];
+    std::vector<int64_t> offsets;
+    for (int64_t kd = 0; kd < s.kernel[0]; ++kd)
+        for (int64_t kh = 0; kh < s.kernel[1]; ++kh)
+            offsets.push_back((kd * s.dilation[0] * slab_h + kh * s.dilation[1]) * stride);
+    const int64_t kernel_rows = int64_t(offsets.size());
+    int64_t boxes = s.batch * boxes_d * boxes_h;
+    parallel_for(0, boxes, 1, [&](int64_t lo, int64_t hi) {
+        CpuScratch<T> slab(size_t(slab_d * slab_h * stride));
+        CpuScratch<T> sums(size_t(rows_d * rows_h * channels * rounded));
+        for (int64_t box = lo; box < hi; ++box) {
+            const int64_t b = box / (boxes_d * boxes_h);
+            const int64_t d0 = box / boxes_h % boxes_d * rows_d, h0 = box % boxes_h * rows_h;
+            const int64_t d1 = std::min(s.output[0], d0 + rows_d);
+            const int64_t h1 = std::min(s.output[1], h0 + rows_h);
+            // sums[row][co][0..rounded), row = (od - d0) * rows_h + oh - h0
+            T* sum = sums.data();
+            for (int64_t row = 0; row < rows_d * rows_h; ++row)
+                for (int64_t co = 0; co < channels; ++co)
+                    std::fill(sum + (row * channels + co) * rounded,
+                              sum + (row * channels + co + 1) * rounded, bias ? bias[co] : T(0));
+            for (int64_t ci = 0; ci < s.in_channels; ++ci) {
+                const T* plane = x + (b * s.in_channels + ci) * in_size;
+                for (int64_t a = 0; a < slab_d; ++a) {
+                    int64_t id = d0 - s.padding[0] + a;
+                    for (int64_t c = 0; c < slab_h; ++c) {
+                        int64_t ih = h0 - s.padding[1] + c;
+                        T* row = slab.data() + (a * slab_h + c) * stride;
+                        if (id < 0 || id >= s.input[0] || ih < 0 || ih >= s.input[1]) {
+                            std::fill(row, row + stride, T(0));
+                            continue;
+                        }
+                        const T* from = plane + (id * s.input[1] + ih) * s.input[2];
+                        std::fill(row, row + s.padding[2], T(0));
+                        std::copy(from, from + s.input[2], row + s.padding[2]);
+                        std::fill(row + s.padding[2] + s.input[2], row + stride, T(0));
+                    }
+                }
+                const T* w = wt.data() + ci * taps * channels;
+                for (int64_t od = d0; od < d1; ++od)
+                    for (int64_t oh = h0; oh < h1; ++oh) {
+                        const T* rows = slab.data() + ((od - d0) * slab_h + oh - h0) * stride;
+                        T* row_sums = sum + ((od - d0) * rows_h + oh - h0) * channels * rounded;
+                        for (int64_t c0 = 0; c0 < channels; c0 += tile_channels) {
+                            ChannelTile<T> tile =
+                                channel_tile<T>(std::min(tile_channels, channels - c0), blocks);
+                            for (int64_t o = 0; o < rounded; o += segment)
+                                tile(rows + o, offsets.data(), kernel_rows, s.kernel[2],
+                                     s.dilation[2], w + c0, channels, row_sums + c0 * rounded + o,
+                                     rounded);
+                        }
+                    }
+            }
+            for (int64_t od = d0; od < d1; ++od)
+                for (int64_t oh = h0; oh < h1; ++oh)
+                    for (int64_t co = 0; co < channels; ++co) {
+                        const T* from =
+                            sum + (((od - d0) * rows_h + oh - h0) * channels + co) * rounded;
+                        std::copy(
+                            from, from + width,
+                            y + (b * channels + co) * out_size + (od * s.output[1] + oh) * width);
+                    }
+        }
+    });
+}
+
+// grad_x at stride 1: the forward over grad_y with the channels' roles swapped, the kernel
+// flipped and padding (kernel - 1) * dilation - padding.
+template <typename T>
+void few_backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const ConvShape& s) {
+    int64_t taps = s.kernel_size();
+    ConvShape flipped = s;
+    std::swap(flipped.in_channels, flipped.out_channels);
+    for (int d = 0; d < 3; ++d) {
+        flipped.input[d] = s.output[d];
+        flipped.output[d] = s.input[d];
+        flipped.padding[d] = (s.kernel[d] - 1) * s.dilation[d] - s.padding[d];
+    }
+    std::vector<T> reversed(size_t(s.in_channels * s.out_channels * taps));
+    for (int64_t co = 0; co < s.out_channels; ++co)
+        for (int64_t ci = 0; ci < s.in_channels; ++ci)
+            for (int64_t k = 0; k < taps; ++k)
+                reversed[size_t((ci * s.out_channels + co) * taps + k)] =
+                    weight[(co * s.in_channels + ci) * taps + taps - 1 - k];
+    few_forward_typed<T>(grad_y, reversed.data(), nullptr, grad_x, flipped);
+}
+
+// grad_weight[co, ci, tap] = sum over samples and outputs of grad_y[co] x[ci] at the tap's
+// offset: grad_y's planes laid out flat once, then one task per input channel, each of its
+// sample planes padded into a flat buffer and every (class, tap) pair summed over it in
+// vector lanes (backward_weight_flat's scheme; samples in order, so the sums depend on nothing
+// but the shape).
+template <typename T>
+void few_backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const ConvShape& s) {
+    using Lanes = typename BlockOf<T>::type;
+    FlatPlane f = flat_plane(s);
+    int64_t in_size = s.input_size(), out_size = s.output_size(), taps = s.kernel_size();
+    std::vector<int64_t> offsets;  // per tap
+    for (int64_t row : f.tap_rows)
+        for (int64_t kw = 0; kw < s.kernel[2]; ++kw) offsets.push_back(row + kw * s.dilation[2]);
+    int64_t planes = s.batch * s.out_channels;
+    CpuScratch<T> laid_out(size_t(planes * f.length));
+    parallel_for(0, planes, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t p = lo; p < hi; ++p) {
+            T* g = laid_out.data() + p * f.length;
+            std::fill(g, g + f.length, T(0));
+            const T* gy = grad_y + p * out_size;
+            for_each_flat_row(f, s.output, 0, [&](int64_t to, int64_t from) {
+                std::copy(gy + from, gy + from + s.output[2], g + to);
+            });
+        }
+    });
+    parallel_for(0, s.in_channels, 1, [&](int64_t lo, int64_t hi) {
+        CpuScratch<T> padded(size_t(f.size));
+        std::vector<Lanes> lanes(static_cast<size_t>(s.out_channels * taps));
+        for (int64_t ci = lo; ci < hi; ++ci) {
+            std::fill(lanes.begin(), lanes.end(), Lanes{});
+            for (int64_t b = 0; b < s.batch; ++b) {
+                pad_into(x + (b * s.in_channels + ci) * in_size, padded.data(), f, s);
+                for (int64_t co = 0; co < s.out_channels; ++co) {
+                    const T* g = laid_out.data() + (b * s.out_channels + co) * f.length;
+                    for (int64_t t = 0; t < taps; t += int64_t(kTapKernels<T>.size())) {
+                        int64_t n = std::min<int64_t>(taps - t, int64_t(kTapKernels<T>.size()));
+                        kTapKernels<T>[size_t(n - 1)](g, padded.data(), offsets.data() + t,
+                                                      f.length, lanes.data() + co * taps + t);
+                    }
+                }
+            }
+            for (int64_t co = 0; co < s.out_channels; ++co)
+                for (int64_t t = 0; t < taps; ++t)
+                    grad_weight[(co * s.in_channels + ci) * taps + t] =
+                        lane_sum<T>(lanes[size_t(co * taps + t)]);
+        }
+    });
+}
+
 }  // namespace
 
 void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
@@ -439,6 +687,50 @@ void depthwise_conv_backward_weight(const StridedView& x, const StridedView& gra
     dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
         backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
                                  shape);
+    });
+}
+
+bool few_channels_conv_applies(const ConvShape& s, ConvPass pass) {
+    (void)pass;  // the three passes measured alike
+    if (conv_direct_mode() == ConvDirect::never || s.groups != 1) return false;
+    // Stride 1, and padding that neither the forward nor the flipped input gradient crops.
+    for (int d = 0; d < 3; ++d)
+        if (s.stride[d] != 1 || s.padding[d] < 0 ||
+            s.padding[d] > (s.kernel[d] - 1) * s.dilation[d])
+            return false;
+    if (conv_direct_mode() == ConvDirect::always) return true;
+    // Measured (2 threads, forward / forward + backward ms, these kernels against im2col + GEMM):
+    // 192 -> 2 channels 3x3 on 2x256x256 18 / 50 against 57 / 104, 3x3x3 on 2x32x64x64 61 / 163
+    // against 356 / 730; 64 -> 4 on 2x128x128 2.2 / 3.9 against 3.2 / 7.3; 32 -> 8 3x3x3 on
+    // 1x32x64x64 20 / 35 against 27 / 38; but 64 -> 8 3x3 on 2x128x128 4.2 / 7.1 against
+    // 4.0 / 6.4. A 1x1 kernel copies nothing for its GEMM; rows under 16 waste the tiles.
+    const int64_t taps = s.kernel_size();
+    return taps >= 2 && s.output[2] >= 16 &&
+           (s.out_channels <= 4 || (s.out_channels <= kFewChannels && taps >= 27));
+}
+
+void few_channels_conv_forward(const StridedView& x, const StridedView& weight,
+                               const StridedView& bias, const StridedView& y,
+                               const ConvShape& shape) {
+    dispatch_floating(y.dtype, "conv", [&]<typename T>() {
+        few_forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
+                             bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
+    });
+}
+
+void few_channels_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                      const StridedView& grad_x, const ConvShape& shape) {
+    dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
+        few_backward_input_typed<T>(grad_y.ptr<const T>(), weight.ptr<const T>(), grad_x.ptr<T>(),
+                                    shape);
+    });
+}
+
+void few_channels_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
+                                       const StridedView& grad_weight, const ConvShape& shape) {
+    dispatch_floating(grad_weight.dtype, "conv", [&]<typename T>() {
+        few_backward_weight_typed<T>(x.ptr<const T>(), grad_y.ptr<const T>(), grad_weight.ptr<T>(),
+                                     shape);
     });
 }
 

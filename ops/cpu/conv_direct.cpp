@@ -348,6 +348,7 @@ bool machine_has_avx512() {
 }  // namespace
 
 void set_conv_direct(ConvDirect mode) { direct_mode = mode; }
+ConvDirect conv_direct_mode() { return direct_mode; }
 
 bool conv_direct_applies(const ConvShape& s, ConvPass pass) {
 #if LUMEN_CONV_DIRECT

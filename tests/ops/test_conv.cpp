@@ -334,6 +334,70 @@ TEST_CASE("conv: depthwise kernels match the naive loop on both paths, float32 a
     }
 }
 
+TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and both gradients",
+          "[ops][conv]") {
+    // ops/cpu/conv_depthwise.cpp's dense kernels for few output channels (a segmentation
+    // head's classes), forced on (ConvDirect::always: every stride-1 problem the AVX-512
+    // kernels do not take) and off (never: im2col + GEMM), float64 and float32. Tiles of 4, 2
+    // and 1 channels with a last tile of fewer (3, 6 channels; grad_x writes the input
+    // channels: 6 and 7), rows of 16, 20, 33 and 40 outputs (tiles past the end), dilation,
+    // uneven kernels, no padding, a 1-D and a 3-D kernel, three samples.
+    struct RestoreDefault {
+        ~RestoreDefault() { cpu::set_conv_direct(cpu::ConvDirect::automatic); }
+    } restore;
+    for (const Problem& given : {problem({2, 5, 9, 20}, {2, 5, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 3, 4, 5, 17}, {1, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({2, 6, 9, 16}, {3, 6, 3, 2}, {1}, {2, 1}, {2, 1}, 1),
+                                 problem({3, 7, 5, 33}, {6, 7, 3, 3}, {1}, {0}, {1}, 1),
+                                 problem({2, 4, 40}, {2, 4, 5}, {1}, {2}, {1}, 1),
+                                 problem({1, 2, 6, 24}, {4, 2, 3, 3}, {1}, {1}, {2}, 1)}) {
+        Problem p = expanded(given);
+        INFO("x " << text(p.x) << " w " << text(p.w));
+        for (DType dtype : {DType::float64, DType::float32}) {
+            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
+            Tensor x = random_input(p.x, 51).to(dtype), w = random_input(p.w, 52).to(dtype);
+            Tensor b = random_input({p.w[0]}, 53).to(dtype);
+            Tensor r = random_input(p.y(), 54).to(dtype);
+            Gradients want = reference_gradients(p, x, w, r);
+            std::vector<double> y_want = reference_forward(p, x, w, b);
+            for (cpu::ConvDirect mode : {cpu::ConvDirect::always, cpu::ConvDirect::never}) {
+                cpu::set_conv_direct(mode);
+                Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
+                Tensor y = run_conv(given, leaf, weight, b);
+                require_close(y, y_want, tolerance, tolerance);
+                sum(y * r).backward();
+                require_close(leaf.grad(), want.x, tolerance, tolerance);
+                require_close(weight.grad(), want.w, tolerance, tolerance);
+            }
+        }
+    }
+    // The default: a head's 2 classes 3x3 and 3x3x3, up to 8 channels with 27 taps, not 1x1,
+    // strided, short rows or more channels.
+    cpu::set_conv_direct(cpu::ConvDirect::automatic);
+    auto applies = [](int64_t in, int64_t out, int64_t depth_taps, int64_t taps, int64_t width,
+                      int64_t stride) {
+        ConvShape s;
+        s.in_channels = in;
+        s.out_channels = out;
+        for (int d = 0; d < 3; ++d) {
+            s.kernel[d] = d == 0 ? depth_taps : taps;
+            s.padding[d] = s.kernel[d] / 2;
+            s.stride[d] = stride;
+            s.input[d] = width;
+            s.output[d] = (width + 2 * s.padding[d] - s.kernel[d]) / stride + 1;
+        }
+        return cpu::few_channels_conv_applies(s, cpu::ConvPass::forward);
+    };
+    CHECK(applies(192, 2, 1, 3, 256, 1));
+    CHECK(applies(192, 2, 3, 3, 64, 1));
+    CHECK(applies(32, 8, 3, 3, 64, 1));
+    CHECK(!applies(64, 8, 1, 3, 128, 1));
+    CHECK(!applies(64, 9, 3, 3, 64, 1));
+    CHECK(!applies(64, 2, 1, 1, 256, 1));
+    CHECK(!applies(64, 2, 1, 3, 256, 2));
+    CHECK(!applies(64, 2, 1, 3, 8, 1));
+}
+
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
     // Even dilated kernels need an odd total padding: the extra element goes after.
     Tensor x = random_input({2, 3, 7, 6}, 20), w = random_input({4, 3, 4, 3}, 21);
