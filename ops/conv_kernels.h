@@ -73,7 +73,7 @@ void conv_direct_backward_weight(const float* x, const float* grad_y, float* gra
                                  const ConvShape& shape);
 
 // The direct depthwise kernels behind the three above (shape.is_depthwise()), any kernel
-// size, stride, padding and dilation; in ops/cpu/conv_depthwise.cpp.
+// size, stride, padding and dilation; in ops/cpu/conv_rows.cpp.
 void depthwise_conv_forward(const StridedView& x, const StridedView& weight,
                             const StridedView& bias, const StridedView& y, const ConvShape& shape);
 void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView& weight,
@@ -82,7 +82,7 @@ void depthwise_conv_backward_weight(const StridedView& x, const StridedView& gra
                                     const StridedView& grad_weight, const ConvShape& shape);
 
 // Dense convolutions writing few channels (a segmentation head's classes), as direct loops over
-// rows (ops/cpu/conv_depthwise.cpp), which conv_forward, conv_backward_input and
+// rows (ops/cpu/conv_rows.cpp), which conv_forward, conv_backward_input and
 // conv_backward_weight use when few_channels_conv_applies and the AVX-512 kernels above do not:
 // one group, stride 1, padding from 0 to (kernel - 1) * dilation, any dtype; by default 4 output
 // channels or fewer (kFewChannels with 27 taps or more), 2 taps or more, rows of 16 outputs or

@@ -1,9 +1,10 @@
 // CPU dense convolution through im2col + GEMM (Eigen), forward and both backward products,
 // plus the bias kernels. The output positions of each (sample, group) are cut into column
 // chunks so that the im2col scratch stays bounded (kColBytes per thread) and every thread
-// gets work even for a single sample. Depthwise problems are sent to conv_depthwise.cpp, and
-// most float32 stride-1 3-D ones (and the gradients of some 2-D 3x3 ones), on AVX-512 machines,
-// to conv_direct.cpp (conv_direct_applies says exactly which).
+// gets work even for a single sample. Depthwise problems are sent to conv_rows.cpp; most
+// float32 stride-1 3-D ones (and the gradients of some 2-D 3x3 ones), on AVX-512 machines, to
+// conv_direct.cpp (conv_direct_applies says exactly which); stride-1 ones writing few channels
+// to conv_rows.cpp too (few_channels_conv_applies).
 // A 1x1 convolution with stride 1 and no padding reads x in place (its im2col is x itself).
 
 // Tune generically, as ops/cpu/matmul.cpp explains: GCC's znver3 tuning slows Eigen's GEMM

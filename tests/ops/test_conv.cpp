@@ -299,7 +299,7 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
 
 TEST_CASE("conv: depthwise kernels match the naive loop on both paths, float32 and float64",
           "[ops][conv]") {
-    // ops/cpu/conv_depthwise.cpp runs stride-1 problems with rows of up to 64 outputs on small
+    // ops/cpu/conv_rows.cpp runs stride-1 problems with rows of up to 64 outputs on small
     // planes as one flat row per plane (the padded plane laid out so each tap is one pass), the
     // rest row by row. Here: PVT's and SimA's 3x3 at 7x7 and 14x14, rows of 64 (flat) and 65
     // (row by row), a 3x3x3 volume, a causal-style 1-D k = 4, dilation, a 7x7 kernel, even
@@ -336,7 +336,7 @@ TEST_CASE("conv: depthwise kernels match the naive loop on both paths, float32 a
 
 TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and both gradients",
           "[ops][conv]") {
-    // ops/cpu/conv_depthwise.cpp's dense kernels for few output channels (a segmentation
+    // ops/cpu/conv_rows.cpp's dense kernels for few output channels (a segmentation
     // head's classes), forced on (ConvDirect::always: every stride-1 problem the AVX-512
     // kernels do not take) and off (never: im2col + GEMM), float64 and float32. Tiles of 4, 2
     // and 1 channels with a last tile of fewer (3, 6 channels; grad_x writes the input
