@@ -15,7 +15,8 @@
 //                     [--device cpu|cuda] [--models FILE]   (FILE: default bench/models.json)
 //                     [--profile [--trace DIR]]   (per-op tables of one step instead of the
 //                     timing; --trace also writes its Chrome trace to DIR/NAME.json)
-//                     [--conv-direct auto|never]   (never: no direct conv kernels, for A/B)
+//                     [--conv-direct auto|never|winograd-never]   (never: im2col + GEMM
+//                     only; winograd-never: no Winograd; for A/B)
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -153,13 +154,17 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (options.threads > 0) set_num_threads(options.threads);
-    // --conv-direct never: every convolution through im2col + GEMM (A/B runs of the direct
-    // kernels, ops/cpu/conv_direct.cpp); auto (the default) as lumen picks.
+    // --conv-direct never: every dense convolution through im2col + GEMM (A/B runs of the
+    // direct, few-channel and Winograd kernels: ops/cpu/conv_direct.cpp, conv_rows.cpp,
+    // conv_winograd.cpp); winograd-never: all but Winograd; auto (the default) as lumen picks.
     for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], "--conv-direct") == 0)
-            cpu::set_conv_direct(std::strcmp(argv[i + 1], "never") == 0
-                                     ? cpu::ConvDirect::never
-                                     : cpu::ConvDirect::automatic);
+        if (std::strcmp(argv[i], "--conv-direct") == 0) {
+            const bool never = std::strcmp(argv[i + 1], "never") == 0;
+            cpu::set_conv_direct(never ? cpu::ConvDirect::never : cpu::ConvDirect::automatic);
+            cpu::set_conv_winograd(never || std::strcmp(argv[i + 1], "winograd-never") == 0
+                                       ? cpu::ConvDirect::never
+                                       : cpu::ConvDirect::automatic);
+        }
     // --profile: where each selected step's time and memory go (lumen::Profiler's tables of one
     // step after a warm-up step), instead of the timing.
     // --trace DIR also writes each profiled step's Chrome trace to DIR/NAME.json (every call

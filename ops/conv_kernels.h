@@ -81,6 +81,18 @@ void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView&
 void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                                     const StridedView& grad_weight, const ConvShape& shape);
 
+// 3x3x3 convolutions at stride 1 by Winograd's F(2x2x2, 3x3x3) (ops/cpu/conv_winograd.cpp),
+// the forward and the input gradient, which conv_forward and conv_backward_input use before the
+// kernels above when conv_winograd_applies: one group, padding 0 to 2, any float dtype; by
+// default 16 channels or more read and written along rows of 32 or more. set_conv_winograd:
+// never turns it off, always on for every such problem (tests).
+void set_conv_winograd(ConvDirect mode);
+bool conv_winograd_applies(const ConvShape& shape, ConvPass pass);
+void conv_winograd_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
+                           const StridedView& y, const ConvShape& shape);
+void conv_winograd_backward_input(const StridedView& grad_y, const StridedView& weight,
+                                  const StridedView& grad_x, const ConvShape& shape);
+
 // Dense convolutions writing few channels (a segmentation head's classes), as direct loops over
 // rows (ops/cpu/conv_rows.cpp), which conv_forward, conv_backward_input and
 // conv_backward_weight use when few_channels_conv_applies and the AVX-512 kernels above do not:

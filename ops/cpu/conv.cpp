@@ -314,6 +314,8 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
 void conv_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
                   const StridedView& y, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_forward(x, weight, bias, y, shape);
+    if (conv_winograd_applies(shape, ConvPass::forward))
+        return conv_winograd_forward(x, weight, bias, y, shape);
     if (y.dtype == DType::float32 && conv_direct_applies(shape, ConvPass::forward))
         return conv_direct_forward(x.ptr<const float>(), weight.ptr<const float>(),
                                    bias.data ? bias.ptr<const float>() : nullptr, y.ptr<float>(),
@@ -329,6 +331,8 @@ void conv_forward(const StridedView& x, const StridedView& weight, const Strided
 void conv_backward_input(const StridedView& grad_y, const StridedView& weight,
                          const StridedView& grad_x, const ConvShape& shape) {
     if (shape.is_depthwise()) return depthwise_conv_backward_input(grad_y, weight, grad_x, shape);
+    if (conv_winograd_applies(shape, ConvPass::input_gradient))
+        return conv_winograd_backward_input(grad_y, weight, grad_x, shape);
     if (grad_x.dtype == DType::float32 && conv_direct_applies(shape, ConvPass::input_gradient))
         return conv_direct_backward_input(grad_y.ptr<const float>(), weight.ptr<const float>(),
                                           grad_x.ptr<float>(), shape);

@@ -25,6 +25,7 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #include "ops/conv_kernels.h"
+#include "ops/cpu/row_tiles.h"
 
 namespace lumen::cpu {
 
@@ -128,7 +129,7 @@ void for_each_plane(const ConvShape& s, int64_t work_per_plane, const Plane& pla
 struct FlatPlane {
     // Flat indices are computed in whole blocks of this many, so no loop has a scalar tail
     // (a 7x7 plane's 61 indices would leave 29 past the last 32-lane block).
-    static constexpr int64_t kBlock = 8;
+    static constexpr int64_t kBlock = kLanes;
     int64_t dims[3] = {1, 1, 1};  // padded D, H, W; the input starts at (padding...)
     int64_t size = 0;             // dims[0] dims[1] dims[2] + kBlock zeros read by the last block
     int64_t length = 0;           // flat indices up to the last output's + 1, rounded up to kBlock
@@ -313,36 +314,6 @@ void row_weight_grad(const T* gy_row, const T* x_row, T* gw, const ConvShape& s)
     }
 }
 
-// grad_w[c, k] = sum over samples and outputs of grad_y[o] x[o * stride - padding + k *
-// dilation]: one task per channel, samples in order, so no two tasks share an element.
-// kBlock values as one vector (GCC and Clang vector extensions: one AVX2 register for float),
-// loaded from any alignment.
-template <typename T>
-struct BlockOf;
-template <>
-struct BlockOf<float> {
-    typedef float type __attribute__((vector_size(FlatPlane::kBlock * sizeof(float))));
-    typedef float unaligned
-        __attribute__((vector_size(FlatPlane::kBlock * sizeof(float)), aligned(4), may_alias));
-};
-template <>
-struct BlockOf<double> {
-    typedef double type __attribute__((vector_size(FlatPlane::kBlock * sizeof(double))));
-    typedef double unaligned
-        __attribute__((vector_size(FlatPlane::kBlock * sizeof(double)), aligned(8), may_alias));
-};
-template <typename T>
-void load_block(const T* from, typename BlockOf<T>::type& block) {
-    std::memcpy(&block, from, sizeof(block));
-}
-
-// The sum of a block's lanes, in a fixed order.
-template <typename T>
-T lane_sum(const typename BlockOf<T>::type& lane) {
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 // sums[t] += the kBlock lane sums of g[i] xp[offsets[t] + i] over i < length, for N taps at
 // once in N vector registers (N <= 9: a 3x3 kernel's taps in one pass, one load of g each).
 template <typename T, int N>
@@ -407,6 +378,8 @@ void backward_weight_flat(const T* x, const T* grad_y, T* grad_weight, const Con
     });
 }
 
+// grad_w[c, k] = sum over samples and outputs of grad_y[o] x[o * stride - padding + k *
+// dilation]: one task per channel, samples in order, so no two tasks share an element.
 template <typename T>
 void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const ConvShape& s) {
     if (flat_applies(s)) return backward_weight_flat(x, grad_y, grad_weight, s);
@@ -435,63 +408,6 @@ void backward_weight_typed(const T* x, const T* grad_y, T* grad_weight, const Co
 }
 
 // ---- Dense convolutions writing few channels ----
-
-// acc[j][0..NB kBlock) += sum over kernel rows r and taps kw of w[r, kw][j] rows[offsets[r] +
-// kw dilation + 0..NB kBlock), for CO output channels j: CO x NB blocks in registers, 8 for
-// CO x NB = 8, enough independent sums to cover the multiply-add latency. w holds the
-// (tap, channel) pairs `channels` apart per tap.
-template <typename T, int CO, int NB>
-void few_channel_tile(const T* rows, const int64_t* offsets, int64_t kernel_rows, int64_t taps_w,
-                      int64_t dilation, const T* w, int64_t channels, T* acc, int64_t acc_stride) {
-    using V = typename BlockOf<T>::type;
-    using Unaligned = typename BlockOf<T>::unaligned;
-    constexpr int64_t B = FlatPlane::kBlock;
-    V a[CO][NB];
-#pragma GCC unroll 8
-    for (int j = 0; j < CO; ++j)
-#pragma GCC unroll 8
-        for (int k = 0; k < NB; ++k)
-            a[j][k] = *reinterpret_cast<const Unaligned*>(acc + j * acc_stride + k * B);
-    for (int64_t r = 0; r < kernel_rows; ++r) {
-        const T* row = rows + offsets[r];
-        const T* wr = w + r * taps_w * channels;
-        for (int64_t kw = 0; kw < taps_w; ++kw) {
-            V x[NB];
-#pragma GCC unroll 8
-            for (int k = 0; k < NB; ++k)
-                x[k] = *reinterpret_cast<const Unaligned*>(row + kw * dilation + k * B);
-#pragma GCC unroll 8
-            for (int j = 0; j < CO; ++j) {
-                const T v = wr[kw * channels + j];
-                const V wj = {v, v, v, v, v, v, v, v};
-#pragma GCC unroll 8
-                for (int k = 0; k < NB; ++k) a[j][k] += wj * x[k];
-            }
-        }
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < CO; ++j)
-#pragma GCC unroll 8
-        for (int k = 0; k < NB; ++k)
-            *reinterpret_cast<Unaligned*>(acc + j * acc_stride + k * B) = a[j][k];
-}
-
-// The tile for co channels of nb blocks: nb = 8 / co for the first channels of a row (1, 2 or 4
-// channels per tile), and the same nb for the rest, which may be fewer.
-template <typename T>
-using ChannelTile = void (*)(const T*, const int64_t*, int64_t, int64_t, int64_t, const T*, int64_t,
-                             T*, int64_t);
-template <typename T>
-ChannelTile<T> channel_tile(int64_t co, int64_t nb) {
-    if (nb == 8) return &few_channel_tile<T, 1, 8>;
-    if (nb == 4) return co == 1 ? &few_channel_tile<T, 1, 4> : &few_channel_tile<T, 2, 4>;
-    switch (co) {
-        case 1: return &few_channel_tile<T, 1, 2>;
-        case 2: return &few_channel_tile<T, 2, 2>;
-        case 3: return &few_channel_tile<T, 3, 2>;
-        default: return &few_channel_tile<T, 4, 2>;
-    }
-}
 
 // y = conv(x, weight) + bias at stride 1. A task is a box of output rows (sample, od in
 // [d0, d1), oh in [h0, h1)) whose sums, every channel's, stay in cache (about 256 KiB). It
@@ -572,8 +488,8 @@ void few_forward_typed(const T* x, const T* weight, const T* bias, T* y, const C
                         const T* rows = slab.data() + ((od - d0) * slab_h + oh - h0) * stride;
                         T* row_sums = sum + ((od - d0) * rows_h + oh - h0) * channels * rounded;
                         for (int64_t c0 = 0; c0 < channels; c0 += tile_channels) {
-                            ChannelTile<T> tile =
-                                channel_tile<T>(std::min(tile_channels, channels - c0), blocks);
+                            RegisterTile<T> tile = register_tile_for<T>(
+                                std::min(tile_channels, channels - c0), blocks);
                             for (int64_t o = 0; o < rounded; o += segment)
                                 tile(rows + o, offsets.data(), kernel_rows, s.kernel[2],
                                      s.dilation[2], w + c0, channels, row_sums + c0 * rounded + o,

@@ -398,6 +398,40 @@ TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and b
     CHECK(!applies(64, 2, 1, 3, 8, 1));
 }
 
+TEST_CASE("conv: Winograd F(2x2x2, 3x3x3) matches the naive loop, forward and input gradient",
+          "[ops][conv]") {
+    // ops/cpu/conv_winograd.cpp forced on (set_conv_winograd(always): every stride-1 3x3x3
+    // problem) against the float64 loop, float64 and float32: odd and even sizes (blocks past
+    // the end), padding 0, 1 and 2 (grad_x's flipped padding 2, 1 and 0), channel counts that
+    // leave a last register tile of 1 to 3 channels, rows of more than one 16-block tile, and
+    // two samples.
+    struct RestoreDefault {
+        ~RestoreDefault() { cpu::set_conv_winograd(cpu::ConvDirect::automatic); }
+    } restore;
+    cpu::set_conv_winograd(cpu::ConvDirect::always);
+    for (const Problem& given : {problem({2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 6, 4, 5, 37}, {7, 6, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 4, 6, 7, 8}, {2, 4, 3, 3, 3}, {1}, {0}, {1}, 1),
+                                 problem({1, 2, 3, 4, 5}, {6, 2, 3, 3, 3}, {1}, {2}, {1}, 1),
+                                 problem({2, 5, 4, 4, 33}, {1, 5, 3, 3, 3}, {1}, {1}, {1}, 1)}) {
+        Problem p = expanded(given);
+        INFO("x " << text(p.x) << " w " << text(p.w));
+        for (DType dtype : {DType::float64, DType::float32}) {
+            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
+            Tensor x = random_input(p.x, 61).to(dtype), w = random_input(p.w, 62).to(dtype);
+            Tensor b = random_input({p.w[0]}, 63).to(dtype);
+            Tensor r = random_input(p.y(), 64).to(dtype);
+            Gradients want = reference_gradients(p, x, w, r);
+            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
+            Tensor y = run_conv(given, leaf, weight, b);
+            require_close(y, reference_forward(p, x, w, b), tolerance, tolerance);
+            sum(y * r).backward();
+            require_close(leaf.grad(), want.x, tolerance, tolerance);
+            require_close(weight.grad(), want.w, tolerance, tolerance);
+        }
+    }
+}
+
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
     // Even dilated kernels need an odd total padding: the extra element goes after.
     Tensor x = random_input({2, 3, 7, 6}, 20), w = random_input({4, 3, 4, 3}, 21);
