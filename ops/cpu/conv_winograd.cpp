@@ -51,7 +51,7 @@ template <typename T>
     return *reinterpret_cast<const typename BlockOf<T>::unaligned*>(p);
 }
 template <typename T>
-[[gnu::always_inline]] inline void store(T* p, Vec<T> v) {
+[[gnu::always_inline]] inline void store(T* p, const Vec<T>& v) {
     *reinterpret_cast<typename BlockOf<T>::unaligned*>(p) = v;
 }
 

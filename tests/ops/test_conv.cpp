@@ -224,8 +224,12 @@ TEST_CASE("conv: the direct float32 kernels match the naive loop, forward and bo
     // padding 2 with k = 3 makes grad_x's equivalent padding negative; C_in = 1 is a network's
     // first convolution; 96 output channels are three blocks of 32.
     struct RestoreDefault {  // also when a check below throws
-        ~RestoreDefault() { cpu::set_conv_direct(cpu::ConvDirect::automatic); }
+        ~RestoreDefault() {
+            cpu::set_conv_direct(cpu::ConvDirect::automatic);
+            cpu::set_conv_winograd(cpu::ConvDirect::automatic);
+        }
     } restore;
+    cpu::set_conv_winograd(cpu::ConvDirect::never);  // these kernels, not Winograd's
     ConvShape probe;
     probe.kernel[2] = 3;
     probe.out_channels = 32;
