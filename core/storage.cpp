@@ -28,8 +28,9 @@ constexpr const char* kNoBackend =
 // in again (at 16M floats that costs more than the op itself). Blocks of at least kCacheMin
 // bytes are rounded up to a size class (four classes per power of two, <= 25% slack) and freed
 // blocks wait in a free list per class, up to a total of LUMEN_CPU_CACHE_MB (default 2048).
-// A free list only serves its own class, so a cache left to grow holds, at the end of a training
-// step, every class's own peak: the forward's activations and the backward's gradients are
+// A free list serves its own class and the two below it (a block up to 1.5x the size asked
+// for), so a cache left to grow holds, at the end of a training step, about every class's own
+// peak: the forward's activations and the backward's gradients are
 // different sizes, and the sum of those peaks can exceed the live peak by half (the process's
 // memory with it). So live plus cached bytes are kept within the most ever live (the high-water
 // mark): a block that misses the cache first gives back cached blocks of other classes until
@@ -47,6 +48,8 @@ size_t size_class(size_t nbytes) {
 struct CpuCache {
     std::mutex mutex;
     std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class -> blocks
+    // Live blocks lent to a smaller class (allocate_rounded) -> their own class.
+    std::unordered_map<void*, size_t> lent;
     size_t cached_bytes = 0;
     size_t high_water = 0;  // the most bytes live at once since the last cpu_empty_cache
     size_t limit = [] {
@@ -95,17 +98,24 @@ void count_allocation(size_t rounded) {
     }
 }
 
-// A block of a size class: from the cache when one is free, else from the C library, after
-// giving back the cached blocks that would push live + cached bytes over the high-water mark.
-void* allocate_rounded(size_t rounded) {
+// A block of a size class (at least `rounded` bytes; its own class's bytes, which count as
+// allocated, in `rounded`): from the cache when one of this class is free, or one of the next
+// two classes (up to 1.5x: a step's forward and backward ask for slightly different sizes, and
+// each such miss had given a cached block back and page-faulted a fresh one in, 8 % of a
+// SimA training step), else from the C library, after giving back the cached blocks that
+// would push live + cached bytes over the high-water mark.
+void* allocate_rounded(size_t& rounded) {
     if (rounded >= kCacheMin) {
         CpuCache& cache = cpu_cache();
         std::lock_guard lock(cache.mutex);
-        auto found = cache.free_blocks.find(rounded);
-        if (found != cache.free_blocks.end() && !found->second.empty()) {
+        for (size_t size = rounded; size <= rounded + rounded / 2; size = size_class(size + 1)) {
+            auto found = cache.free_blocks.find(size);
+            if (found == cache.free_blocks.end() || found->second.empty()) continue;
             void* block = found->second.back();
             found->second.pop_back();
-            cache.cached_bytes -= rounded;
+            cache.cached_bytes -= size;
+            if (size != rounded) cache.lent.emplace(block, size);
+            rounded = size;
             return block;
         }
         const size_t live = cpu_allocated.load(std::memory_order_relaxed) + rounded;
@@ -134,15 +144,21 @@ void* cpu_allocate(size_t nbytes) {
 void cpu_free(void* data, size_t nbytes) {
     if (data == nullptr) return;
     size_t rounded = size_class(nbytes);
-    cpu_allocated.fetch_sub(rounded, std::memory_order_relaxed);
     if (rounded >= kCacheMin) {
         CpuCache& cache = cpu_cache();
         std::lock_guard lock(cache.mutex);
+        if (auto lent = cache.lent.find(data); lent != cache.lent.end()) {
+            rounded = lent->second;  // back to its own class
+            cache.lent.erase(lent);
+        }
+        cpu_allocated.fetch_sub(rounded, std::memory_order_relaxed);
         if (cache.cached_bytes + rounded <= cache.limit) {
             cache.free_blocks[rounded].push_back(data);
             cache.cached_bytes += rounded;
             return;
         }
+    } else {
+        cpu_allocated.fetch_sub(rounded, std::memory_order_relaxed);
     }
     std::free(data);
 }

@@ -205,6 +205,36 @@ TEST_CASE("the CPU allocator cache stays within the live high-water mark", "[cor
     cpu_empty_cache();
 }
 
+TEST_CASE("a cached CPU block of a slightly larger class serves a request", "[core][storage]") {
+    // Up to 1.5x: a cached 5 MiB block serves a 4 MiB request, counts as 5 MiB while live and
+    // goes back to the 5 MiB class; a 3 MiB request does not take it.
+    cpu_empty_cache();
+    const size_t base = cpu_memory_stats().allocated, mib = size_t(1) << 20;
+    void* block = nullptr;
+    {
+        Tensor five = empty({int64_t(5) << 18});  // 5 MiB
+        block = five.data_ptr();
+    }
+    CHECK(cpu_cached_bytes() == 5 * mib);
+    {
+        Tensor four = empty({int64_t(1) << 20});  // 4 MiB
+        CHECK(four.data_ptr() == block);
+        CHECK(cpu_memory_stats().allocated - base == 5 * mib);
+        CHECK(cpu_cached_bytes() == 0);
+    }
+    CHECK(cpu_memory_stats().allocated == base);
+    CHECK(cpu_cached_bytes() == 5 * mib);
+    {
+        Tensor again = empty({int64_t(5) << 18});  // its own class again
+        CHECK(again.data_ptr() == block);
+    }
+    {
+        Tensor three = empty({int64_t(3) << 18});  // 3 MiB: 5 MiB is more than 1.5x
+        CHECK(cpu_memory_stats().allocated - base == 3 * mib);
+    }
+    cpu_empty_cache();
+}
+
 TEST_CASE("the CPU allocator counts live and peak bytes", "[core][allocator]") {
     cpu_reset_peak_memory_stats();
     CpuMemoryStats before = cpu_memory_stats();
