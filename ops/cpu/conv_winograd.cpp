@@ -16,9 +16,13 @@
 // The transforms' coefficients are 0, +-1 and +-1/2, so float32 results stay within a few ulps
 // of the direct sums' rounding (the tests compare against float64 loops).
 //
-// A task is one row of blocks along W (sample b, output depths 2a..2a+1, heights 2c..2c+1):
-// its transformed input V[point][ci][block] and products M[point][co][block] stay in cache, and
-// every transform runs along the row, 8 blocks per vector.
+// A task is a few rows of blocks along W (sample b, output depths 2a..2a+1, heights 2c..): its
+// transformed input V[point][ci][block] and products M[point][co][block] stay in cache, each
+// U[point] serves about 64 blocks, and every transform runs along a row, 8 blocks per vector.
+// Measured against the direct kernels (2 threads, forward / input gradient ms): 32 -> 32
+// channels on 32x64x64 30 / 29 against 37 / 38, 64 -> 32 57 / 48 against 75 / 80, 64 -> 64 on
+// 16x32x32 12 / 12 against 18 / 18, 128 -> 64 24 / 20 against 36 / 36; on rows of 16 or fewer
+// the padded blocks cost more than they save (128 -> 128 on 8x16x16: 15 / 14 against 9 / 9).
 #include <algorithm>
 #include <vector>
 
@@ -70,7 +74,7 @@ template <typename T>
 
 // row[0, length) = the input row `from` (count values) at `padding`, zeros around it (all
 // zeros without one), in vector moves: these rows are short (tens of values), and the library
-// calls std::fill and std::copy become cost more than the moves.
+// calls that std::fill and std::copy turn into cost more than the moves.
 template <typename T>
 void fill_row(T* row, int64_t length, const T* from, int64_t count, int64_t padding) {
     const Vec<T> zero = {};
