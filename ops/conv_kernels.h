@@ -81,11 +81,12 @@ void depthwise_conv_backward_input(const StridedView& grad_y, const StridedView&
 void depthwise_conv_backward_weight(const StridedView& x, const StridedView& grad_y,
                                     const StridedView& grad_weight, const ConvShape& shape);
 
-// 3x3x3 convolutions at stride 1 by Winograd's F(2x2x2, 3x3x3) (ops/cpu/conv_winograd.cpp),
-// the forward and the input gradient, which conv_forward and conv_backward_input use before the
-// kernels above when conv_winograd_applies: one group, padding 0 to 2, any float dtype; by
-// default 16 channels or more read and written along rows of 32 or more. set_conv_winograd:
-// never turns it off, always on for every such problem (tests).
+// 3x3x3 and 3x3 convolutions at stride 1 by Winograd's F(2x2x2, 3x3x3) and F(2x2, 3x3)
+// (ops/cpu/conv_winograd.cpp), the forward and the input gradient, which conv_forward and
+// conv_backward_input use before the kernels above when conv_winograd_applies: one group,
+// padding 0 to 2, any float dtype; by default 16 channels or more read and written along rows
+// of 32 or more (3x3x3) or 64 or more (3x3). set_conv_winograd: never turns it off, always on
+// for every such problem (tests).
 void set_conv_winograd(ConvDirect mode);
 bool conv_winograd_applies(const ConvShape& shape, ConvPass pass);
 void conv_winograd_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,

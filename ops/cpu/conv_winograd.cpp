@@ -1,9 +1,11 @@
-// CPU 3x3x3 convolutions at stride 1 by Winograd's minimal filtering F(2x2x2, 3x3x3) (Lavin &
-// Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, eq. 8 nested over the
-// three spatial dims): each 2x2x2 block of outputs is computed from a 4x4x4 input patch d and
-// each 3x3x3 filter g as
+// CPU 3x3x3 and 3x3 convolutions at stride 1 by Winograd's minimal filtering F(2x2x2, 3x3x3)
+// and F(2x2, 3x3) (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR
+// 2016, eq. 8, nested over the spatial dims): each 2x2x2 (2x2) block of outputs is computed
+// from a 4x4x4 (4x4) input patch d and each filter g as
 //     Y = A^T [ sum over input channels of (G g G^T) (.) (B^T d B) ] A     (per dim),
-// 64 products per input channel and block instead of 8 x 27 = 216: 3.4x fewer multiply-adds.
+// 64 products per input channel and block instead of 8 x 27 = 216 in 3-D (3.4x fewer
+// multiply-adds), 16 instead of 4 x 9 = 36 in 2-D (2.25x). A 2-D convolution is the 3-D case
+// with a 1x3x3 kernel: no transform along D.
 // The sum over input channels at each of the 64 transform points is a GEMM, run in register
 // tiles (gemm_tile, ops/cpu/row_tiles.h). The input gradient is the same computation over grad_y
 // with the kernel flipped and the channels' roles swapped; the weight gradient stays with the
@@ -87,14 +89,23 @@ void fill_row(T* row, int64_t length, const T* from, int64_t count, int64_t padd
     for (; k < count; ++k) to[k] = from[k];
 }
 
+// Transform points and patch rows along D: 4 for a 3x3x3 kernel, 1 (no transform) for 3x3 (a
+// 2-D convolution, or a 3-D one with a 1x3x3 kernel, slice by slice).
+template <int KD>
+constexpr int kDepthPoints = KD == 3 ? 4 : 1;
+// Outputs per block along D.
+template <int KD>
+constexpr int kDepthOutputs = KD == 3 ? 2 : 1;
+
 // The input transform of kLanes blocks e0.. of one channel: rows[i * 4 + j] is patch row (i, j)
-// zero-padded (its input position w at w + padding), blocks e0.. start at 2 e0 there; V's 64
-// points go to v[point * point_stride].
-template <typename T>
+// zero-padded (its input position w at w + padding), blocks e0.. start at 2 e0 there; V's
+// points (16 per depth point) go to v[point * point_stride].
+template <typename T, int KD>
 void transform_input_blocks(const T* const* rows, int64_t e0, T* v, int64_t point_stride) {
-    Vec<T> t[4][4][4];
+    constexpr int Z = kDepthPoints<KD>;
+    Vec<T> t[Z][4][4];
 #pragma GCC unroll 16
-    for (int r = 0; r < 16; ++r) {
+    for (int r = 0; r < 4 * Z; ++r) {
         // d0..d3 of block e: row[2e], row[2e + 1], row[2e + 2], row[2e + 3]
         const T* p = rows[r] + 2 * e0;
         Vec<T> lo = load(p), hi = load(p + kLanes), lo2 = load(p + 2), hi2 = load(p + 2 + kLanes);
@@ -106,42 +117,48 @@ void transform_input_blocks(const T* const* rows, int64_t e0, T* v, int64_t poin
         input_transform<T>(d[0], d[1], d[2], d[3]);  // along W
     }
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) {  // along H: (i, j, zw) -> (i, zh, zw), k = (i, zw)
+    for (int k = 0; k < 4 * Z; ++k) {  // along H: (i, j, zw) -> (i, zh, zw), k = (i, zw)
         const int i = k / 4, zw = k % 4;
         input_transform<T>(t[i][0][zw], t[i][1][zw], t[i][2][zw], t[i][3][zw]);
     }
+    if constexpr (KD == 3) {
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) {  // along D, k = (zh, zw)
-        const int zh = k / 4, zw = k % 4;
-        input_transform<T>(t[0][zh][zw], t[1][zh][zw], t[2][zh][zw], t[3][zh][zw]);
+        for (int k = 0; k < 16; ++k) {  // along D, k = (zh, zw)
+            const int zh = k / 4, zw = k % 4;
+            input_transform<T>(t[0][zh][zw], t[1][zh][zw], t[2][zh][zw], t[3][zh][zw]);
+        }
     }
 #pragma GCC unroll 64
-    for (int point = 0; point < 64; ++point)
+    for (int point = 0; point < 16 * Z; ++point)
         store(v + point * point_stride, t[point / 16][point / 4 % 4][point % 4]);
 }
 
-// The output transform of kLanes blocks of one channel: m[point * point_stride] holds the 64
-// points; out[p][q] receives the 2 x kLanes outputs of output rows (2a + p, 2c + q), even and
-// odd interleaved, plus `offset`.
-template <typename T>
-void transform_output_blocks(const T* m, int64_t point_stride, T offset, Vec<T> (&out)[2][2][2]) {
-    Vec<T> t[4][4][4];
+// The output transform of kLanes blocks of one channel: m[point * point_stride] holds the
+// points; out[p][q] receives the 2 x kLanes outputs of output rows (depth p, height 2c + q),
+// even and odd interleaved, plus `offset`.
+template <typename T, int KD>
+void transform_output_blocks(const T* m, int64_t point_stride, T offset,
+                             Vec<T> (&out)[kDepthOutputs<KD>][2][2]) {
+    constexpr int Z = kDepthPoints<KD>;
+    Vec<T> t[Z][4][4];
 #pragma GCC unroll 64
-    for (int point = 0; point < 64; ++point)
+    for (int point = 0; point < 16 * Z; ++point)
         t[point / 16][point / 4 % 4][point % 4] = load(m + point * point_stride);
+    if constexpr (KD == 3) {
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) {  // along D, k = (zh, zw)
-        const int zh = k / 4, zw = k % 4;
-        output_transform<T>(t[0][zh][zw], t[1][zh][zw], t[2][zh][zw], t[3][zh][zw]);
+        for (int k = 0; k < 16; ++k) {  // along D, k = (zh, zw)
+            const int zh = k / 4, zw = k % 4;
+            output_transform<T>(t[0][zh][zw], t[1][zh][zw], t[2][zh][zw], t[3][zh][zw]);
+        }
     }
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {  // along H, k = (p, zw)
+    for (int k = 0; k < 4 * kDepthOutputs<KD>; ++k) {  // along H, k = (p, zw)
         const int p = k / 4, zw = k % 4;
         output_transform<T>(t[p][0][zw], t[p][1][zw], t[p][2][zw], t[p][3][zw]);
     }
     const Vec<T> bias = {offset, offset, offset, offset, offset, offset, offset, offset};
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {  // along W, k = (p, q)
+    for (int k = 0; k < 2 * kDepthOutputs<KD>; ++k) {  // along W, k = (p, q)
         const int p = k / 2, q = k % 2;
         Vec<T>* r = t[p][q];
         output_transform<T>(r[0], r[1], r[2], r[3]);
@@ -151,44 +168,48 @@ void transform_output_blocks(const T* m, int64_t point_stride, T offset, Vec<T> 
     }
 }
 
-// U[point][ci][co] = (G (x) G (x) G) weight[co][ci] for the 64 transform points.
-template <typename T>
+// U[point][ci][co] = (G (x) G (x) G) weight[co][ci] (G (x) G for KD = 1) at every point.
+template <typename T, int KD>
 std::vector<T> transform_weights(const T* weight, int64_t out_channels, int64_t in_channels) {
     const T g[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-    std::vector<T> u(size_t(64 * in_channels * out_channels));
+    constexpr int Z = kDepthPoints<KD>;
+    std::vector<T> u(size_t(16 * Z * in_channels * out_channels));
     for (int64_t co = 0; co < out_channels; ++co)
         for (int64_t ci = 0; ci < in_channels; ++ci) {
-            const T* w = weight + (co * in_channels + ci) * 27;
-            T along_w[3][3][4], along_h[3][4][4];
-            for (int kd = 0; kd < 3; ++kd)
+            const T* w = weight + (co * in_channels + ci) * KD * 9;
+            T along_w[KD][3][4], along_h[KD][4][4];
+            for (int kd = 0; kd < KD; ++kd)
                 for (int kh = 0; kh < 3; ++kh)
                     for (int z = 0; z < 4; ++z)
                         along_w[kd][kh][z] = g[z][0] * w[(kd * 3 + kh) * 3] +
                                              g[z][1] * w[(kd * 3 + kh) * 3 + 1] +
                                              g[z][2] * w[(kd * 3 + kh) * 3 + 2];
-            for (int kd = 0; kd < 3; ++kd)
+            for (int kd = 0; kd < KD; ++kd)
                 for (int z = 0; z < 4; ++z)
                     for (int zw = 0; zw < 4; ++zw)
                         along_h[kd][z][zw] = g[z][0] * along_w[kd][0][zw] +
                                              g[z][1] * along_w[kd][1][zw] +
                                              g[z][2] * along_w[kd][2][zw];
-            for (int zd = 0; zd < 4; ++zd)
+            for (int zd = 0; zd < Z; ++zd)
                 for (int zh = 0; zh < 4; ++zh)
                     for (int zw = 0; zw < 4; ++zw) {
                         int64_t point = (zd * 4 + zh) * 4 + zw;
-                        u[size_t((point * in_channels + ci) * out_channels + co)] =
-                            g[zd][0] * along_h[0][zh][zw] + g[zd][1] * along_h[1][zh][zw] +
-                            g[zd][2] * along_h[2][zh][zw];
+                        T value = along_h[0][zh][zw];
+                        if constexpr (KD == 3)
+                            value = g[zd][0] * along_h[0][zh][zw] + g[zd][1] * along_h[1][zh][zw] +
+                                    g[zd][2] * along_h[2][zh][zw];
+                        u[size_t((point * in_channels + ci) * out_channels + co)] = value;
                     }
         }
     return u;
 }
 
-template <typename T>
+template <typename T, int KD>
 void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
+    constexpr int64_t Z = kDepthPoints<KD>, P = kDepthOutputs<KD>, points = 16 * Z;
     const int64_t cin = s.in_channels, cout = s.out_channels;
     const int64_t in_size = s.input_size(), out_size = s.output_size();
-    const int64_t rows_d = (s.output[0] + 1) / 2, rows_h = (s.output[1] + 1) / 2;
+    const int64_t rows_d = (s.output[0] + P - 1) / P, rows_h = (s.output[1] + 1) / 2;
     const int64_t blocks = (s.output[2] + 1) / 2;
     const int64_t n = (blocks + kTileWidth - 1) / kTileWidth * kTileWidth;  // padded blocks
     // A task takes `group` rows of blocks along H, so that the GEMMs' width (group n) is about
@@ -196,18 +217,18 @@ void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, co
     // blocks it was streamed from L3 for every 16 columns (C_in = C_out = 64: U is 1 MiB).
     const int64_t group = std::clamp<int64_t>(kGemmWidth / n, 1, rows_h);
     const int64_t groups = (rows_h + group - 1) / group, width = group * n;
-    const std::vector<T> u = transform_weights(weight, cout, cin);
+    const std::vector<T> u = transform_weights<T, KD>(weight, cout, cin);
     const int64_t tasks = s.batch * rows_d * groups;
-    const int64_t task_work = 64 * cin * cout * width;
+    const int64_t task_work = points * cin * cout * width;
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, task_work));
     parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
         // Scratch: a patch's 16 input rows zero-padded (long enough for the last vector of
         // blocks: 2 n + 2 + 2 kLanes), V[point][ci][row, e], and M[point][co][row, e].
         const int64_t row_length = std::max(2 * n + 2 + 2 * kLanes, s.padding[2] + s.input[2]);
-        CpuScratch<T> padded(size_t(16 * row_length));
-        CpuScratch<T> v(size_t(64 * cin * width)), m(size_t(64 * cout * width));
+        CpuScratch<T> padded(size_t(4 * Z * row_length));
+        CpuScratch<T> v(size_t(points * cin * width)), m(size_t(points * cout * width));
         const T* rows[16];
-        for (int r = 0; r < 16; ++r) rows[r] = padded.data() + r * row_length;
+        for (int r = 0; r < 4 * Z; ++r) rows[r] = padded.data() + r * row_length;
         for (int64_t task = lo; task < hi; ++task) {
             const int64_t b = task / (rows_d * groups);
             const int64_t a = task / groups % rows_d, c0 = task % groups * group;
@@ -216,9 +237,9 @@ void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, co
             for (int64_t ci = 0; ci < cin; ++ci) {
                 const T* plane = x + (b * cin + ci) * in_size;
                 for (int64_t c = c0; c < c1; ++c) {
-                    for (int64_t r = 0; r < 16; ++r) {
+                    for (int64_t r = 0; r < 4 * Z; ++r) {
                         T* row = padded.data() + r * row_length;
-                        const int64_t id = 2 * a - s.padding[0] + r / 4;
+                        const int64_t id = P * a - s.padding[0] + r / 4;
                         const int64_t ih = 2 * c - s.padding[1] + r % 4;
                         if (id < 0 || id >= s.input[0] || ih < 0 || ih >= s.input[1]) {
                             fill_row<T>(row, row_length, nullptr, 0, 0);
@@ -228,14 +249,14 @@ void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, co
                                  s.input[2], s.padding[2]);
                     }
                     for (int64_t e0 = 0; e0 < n; e0 += kLanes)
-                        transform_input_blocks(rows, e0, v.data() + ci * width + (c - c0) * n + e0,
-                                               cin * width);
+                        transform_input_blocks<T, KD>(
+                            rows, e0, v.data() + ci * width + (c - c0) * n + e0, cin * width);
                 }
             }
             // M[point] = U[point]^T V[point], in register tiles of up to 6 channels x 16 blocks
             // (rows past the last one are left undefined and never read).
             const int64_t used = (c1 - c0) * n;
-            for (int64_t point = 0; point < 64; ++point)
+            for (int64_t point = 0; point < points; ++point)
                 for (int64_t k0 = 0; k0 < cout; k0 += kTileChannels) {
                     GemmTile<T> tile = gemm_tile_for<T>(std::min(kTileChannels, cout - k0));
                     for (int64_t e = 0; e < used; e += kTileWidth)
@@ -250,14 +271,14 @@ void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, co
                 T* out_plane = y + (b * cout + co) * out_size;
                 for (int64_t c = c0; c < c1; ++c)
                     for (int64_t e0 = 0; e0 < n && 2 * e0 < s.output[2]; e0 += kLanes) {
-                        Vec<T> out[2][2][2];
-                        transform_output_blocks(m.data() + co * width + (c - c0) * n + e0,
-                                                cout * width, offset, out);
+                        Vec<T> out[P][2][2];
+                        transform_output_blocks<T, KD>(m.data() + co * width + (c - c0) * n + e0,
+                                                       cout * width, offset, out);
                         const int64_t w0 = 2 * e0;
                         const int64_t count = std::min<int64_t>(2 * kLanes, s.output[2] - w0);
-                        for (int64_t p = 0; p < 2; ++p)
+                        for (int64_t p = 0; p < P; ++p)
                             for (int64_t q = 0; q < 2; ++q) {
-                                const int64_t od = 2 * a + p, oh = 2 * c + q;
+                                const int64_t od = P * a + p, oh = 2 * c + q;
                                 if (od >= s.output[0] || oh >= s.output[1]) continue;
                                 T* to = out_plane + (od * s.output[1] + oh) * s.output[2] + w0;
                                 if (count == 2 * kLanes) {
@@ -283,21 +304,39 @@ void set_conv_winograd(ConvDirect mode) { winograd_mode = mode; }
 bool conv_winograd_applies(const ConvShape& s, ConvPass pass) {
     if (winograd_mode == ConvDirect::never || pass == ConvPass::weight_gradient || s.groups != 1)
         return false;
+    // 3x3x3, or 3x3 (a 2-D convolution; a 3-D one with a 1x3x3 kernel), stride 1, no dilation,
+    // padding 0 to 2 along each transformed dim.
+    if (s.kernel[0] != 3 && (s.kernel[0] != 1 || s.padding[0] != 0)) return false;
     for (int d = 0; d < 3; ++d)
-        if (s.kernel[d] != 3 || s.stride[d] != 1 || s.dilation[d] != 1 || s.padding[d] < 0 ||
-            s.padding[d] > 2)
+        if (s.stride[d] != 1 || s.dilation[d] != 1 || s.padding[d] < 0 || s.padding[d] > 2)
             return false;
+    if (s.kernel[1] != 3 || s.kernel[2] != 3) return false;
     if (winograd_mode == ConvDirect::always) return true;
     const int64_t read = pass == ConvPass::forward ? s.in_channels : s.out_channels;
     const int64_t written = pass == ConvPass::forward ? s.out_channels : s.in_channels;
-    return read >= 16 && written >= 16 && std::min(s.input[2], s.output[2]) >= 32;
+    // Rows of 32 or more for 3x3x3 (against the direct kernels, above), of 64 or more for 3x3
+    // (against im2col + GEMM, 2 threads, forward / grad_x ms: 64 -> 64 channels on 256x256
+    // 19 / 18 against 34 / 37, 128 -> 64 38 / 31 against 70 / 67, 256 -> 256 on 64x64 17 / 17
+    // against 32 / 31, 2 x 192 -> 192 on 64x64 17 / 18 against 30 / 34; but 512 -> 256 on 32x32
+    // 15 / 20 against 14 / 16).
+    const int64_t width = std::min(s.input[2], s.output[2]);
+    return read >= 16 && written >= 16 && width >= (s.kernel[0] == 3 ? 32 : 64);
+}
+
+// Runs the forward for the kernel's depth (3: F(2x2x2, 3x3x3); 1: F(2x2, 3x3) slice by slice).
+template <typename T>
+void winograd_forward_any(const T* x, const T* weight, const T* bias, T* y, const ConvShape& s) {
+    if (s.kernel[0] == 3)
+        winograd_forward_typed<T, 3>(x, weight, bias, y, s);
+    else
+        winograd_forward_typed<T, 1>(x, weight, bias, y, s);
 }
 
 void conv_winograd_forward(const StridedView& x, const StridedView& weight, const StridedView& bias,
                            const StridedView& y, const ConvShape& shape) {
     dispatch_floating(y.dtype, "conv", [&]<typename T>() {
-        winograd_forward_typed<T>(x.ptr<const T>(), weight.ptr<const T>(),
-                                  bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
+        winograd_forward_any<T>(x.ptr<const T>(), weight.ptr<const T>(),
+                                bias.data ? bias.ptr<const T>() : nullptr, y.ptr<T>(), shape);
     });
 }
 
@@ -305,23 +344,24 @@ void conv_winograd_backward_input(const StridedView& grad_y, const StridedView& 
                                   const StridedView& grad_x, const ConvShape& shape) {
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
         // grad_x = conv(grad_y, weight flipped in space with its channel dims swapped), padding
-        // 2 - padding.
+        // kernel - 1 - padding.
         ConvShape flipped = shape;
         std::swap(flipped.in_channels, flipped.out_channels);
         for (int d = 0; d < 3; ++d) {
             flipped.input[d] = shape.output[d];
             flipped.output[d] = shape.input[d];
-            flipped.padding[d] = 2 - shape.padding[d];
+            flipped.padding[d] = shape.kernel[d] - 1 - shape.padding[d];
         }
         const T* w = weight.ptr<const T>();
-        std::vector<T> reversed(size_t(shape.in_channels * shape.out_channels * 27));
+        const int64_t taps = shape.kernel_size();
+        std::vector<T> reversed(size_t(shape.in_channels * shape.out_channels * taps));
         for (int64_t co = 0; co < shape.out_channels; ++co)
             for (int64_t ci = 0; ci < shape.in_channels; ++ci)
-                for (int64_t k = 0; k < 27; ++k)
-                    reversed[size_t((ci * shape.out_channels + co) * 27 + k)] =
-                        w[(co * shape.in_channels + ci) * 27 + 26 - k];
-        winograd_forward_typed<T>(grad_y.ptr<const T>(), reversed.data(), nullptr, grad_x.ptr<T>(),
-                                  flipped);
+                for (int64_t k = 0; k < taps; ++k)
+                    reversed[size_t((ci * shape.out_channels + co) * taps + k)] =
+                        w[(co * shape.in_channels + ci) * taps + taps - 1 - k];
+        winograd_forward_any<T>(grad_y.ptr<const T>(), reversed.data(), nullptr, grad_x.ptr<T>(),
+                                flipped);
     });
 }
 

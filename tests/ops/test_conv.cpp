@@ -402,7 +402,7 @@ TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and b
     CHECK(!applies(64, 2, 1, 3, 8, 1));
 }
 
-TEST_CASE("conv: Winograd F(2x2x2, 3x3x3) matches the naive loop, forward and input gradient",
+TEST_CASE("conv: Winograd F(2x2x2, 3x3x3) and F(2x2, 3x3) match the naive loop, both passes",
           "[ops][conv]") {
     // ops/cpu/conv_winograd.cpp forced on (set_conv_winograd(always): every stride-1 3x3x3
     // problem) against the float64 loop, float64 and float32: odd and even sizes (blocks past
@@ -413,11 +413,17 @@ TEST_CASE("conv: Winograd F(2x2x2, 3x3x3) matches the naive loop, forward and in
         ~RestoreDefault() { cpu::set_conv_winograd(cpu::ConvDirect::automatic); }
     } restore;
     cpu::set_conv_winograd(cpu::ConvDirect::always);
-    for (const Problem& given : {problem({2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
-                                 problem({1, 6, 4, 5, 37}, {7, 6, 3, 3, 3}, {1}, {1}, {1}, 1),
-                                 problem({1, 4, 6, 7, 8}, {2, 4, 3, 3, 3}, {1}, {0}, {1}, 1),
-                                 problem({1, 2, 3, 4, 5}, {6, 2, 3, 3, 3}, {1}, {2}, {1}, 1),
-                                 problem({2, 5, 4, 4, 33}, {1, 5, 3, 3, 3}, {1}, {1}, {1}, 1)}) {
+    for (const Problem& given :
+         {problem({2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
+          problem({1, 6, 4, 5, 37}, {7, 6, 3, 3, 3}, {1}, {1}, {1}, 1),
+          problem({1, 4, 6, 7, 8}, {2, 4, 3, 3, 3}, {1}, {0}, {1}, 1),
+          problem({1, 2, 3, 4, 5}, {6, 2, 3, 3, 3}, {1}, {2}, {1}, 1),
+          problem({2, 5, 4, 4, 33}, {1, 5, 3, 3, 3}, {1}, {1}, {1}, 1),
+          // F(2x2, 3x3): 2-D, and 3-D with a 1x3x3 kernel
+          problem({2, 3, 7, 9}, {5, 3, 3, 3}, {1}, {1}, {1}, 1),
+          problem({1, 7, 6, 35}, {6, 7, 3, 3}, {1}, {0}, {1}, 1),
+          problem({1, 2, 5, 6}, {3, 2, 3, 3}, {1}, {2}, {1}, 1),
+          problem({1, 3, 3, 5, 6}, {4, 3, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1)}) {
         Problem p = expanded(given);
         INFO("x " << text(p.x) << " w " << text(p.w));
         for (DType dtype : {DType::float64, DType::float32}) {
