@@ -25,6 +25,7 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #include "ops/conv_kernels.h"
+#include "ops/cpu/conv_flip.h"
 #include "ops/cpu/row_tiles.h"
 
 namespace lumen::cpu {
@@ -514,21 +515,8 @@ void few_forward_typed(const T* x, const T* weight, const T* bias, T* y, const C
 // flipped and padding (kernel - 1) * dilation - padding.
 template <typename T>
 void few_backward_input_typed(const T* grad_y, const T* weight, T* grad_x, const ConvShape& s) {
-    int64_t taps = s.kernel_size();
-    ConvShape flipped = s;
-    std::swap(flipped.in_channels, flipped.out_channels);
-    for (int d = 0; d < 3; ++d) {
-        flipped.input[d] = s.output[d];
-        flipped.output[d] = s.input[d];
-        flipped.padding[d] = (s.kernel[d] - 1) * s.dilation[d] - s.padding[d];
-    }
-    std::vector<T> reversed(size_t(s.in_channels * s.out_channels * taps));
-    for (int64_t co = 0; co < s.out_channels; ++co)
-        for (int64_t ci = 0; ci < s.in_channels; ++ci)
-            for (int64_t k = 0; k < taps; ++k)
-                reversed[size_t((ci * s.out_channels + co) * taps + k)] =
-                    weight[(co * s.in_channels + ci) * taps + taps - 1 - k];
-    few_forward_typed<T>(grad_y, reversed.data(), nullptr, grad_x, flipped);
+    few_forward_typed<T>(grad_y, input_gradient_weight(weight, s).data(), nullptr, grad_x,
+                         input_gradient_shape(s));
 }
 
 // grad_weight[co, ci, tap] = sum over samples and outputs of grad_y[co] x[ci] at the tap's

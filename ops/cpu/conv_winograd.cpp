@@ -32,6 +32,7 @@
 #include "core/parallel.h"
 #include "core/storage.h"
 #include "ops/conv_kernels.h"
+#include "ops/cpu/conv_flip.h"
 #include "ops/cpu/row_tiles.h"
 
 namespace lumen::cpu {
@@ -343,25 +344,10 @@ void conv_winograd_forward(const StridedView& x, const StridedView& weight, cons
 void conv_winograd_backward_input(const StridedView& grad_y, const StridedView& weight,
                                   const StridedView& grad_x, const ConvShape& shape) {
     dispatch_floating(grad_x.dtype, "conv", [&]<typename T>() {
-        // grad_x = conv(grad_y, weight flipped in space with its channel dims swapped), padding
-        // kernel - 1 - padding.
-        ConvShape flipped = shape;
-        std::swap(flipped.in_channels, flipped.out_channels);
-        for (int d = 0; d < 3; ++d) {
-            flipped.input[d] = shape.output[d];
-            flipped.output[d] = shape.input[d];
-            flipped.padding[d] = shape.kernel[d] - 1 - shape.padding[d];
-        }
-        const T* w = weight.ptr<const T>();
-        const int64_t taps = shape.kernel_size();
-        std::vector<T> reversed(size_t(shape.in_channels * shape.out_channels * taps));
-        for (int64_t co = 0; co < shape.out_channels; ++co)
-            for (int64_t ci = 0; ci < shape.in_channels; ++ci)
-                for (int64_t k = 0; k < taps; ++k)
-                    reversed[size_t((ci * shape.out_channels + co) * taps + k)] =
-                        w[(co * shape.in_channels + ci) * taps + taps - 1 - k];
+        // grad_x = the forward over grad_y with the kernel flipped (ops/cpu/conv_flip.h)
+        const std::vector<T> reversed = input_gradient_weight(weight.ptr<const T>(), shape);
         winograd_forward_any<T>(grad_y.ptr<const T>(), reversed.data(), nullptr, grad_x.ptr<T>(),
-                                flipped);
+                                input_gradient_shape(shape));
     });
 }
 

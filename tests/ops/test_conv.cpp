@@ -156,6 +156,34 @@ Problem expanded(Problem p) {
     return p;
 }
 
+// Runs `given` in float64 and float32 (x, weight, bias and the output weights from seeds
+// seed..seed + 3) against the naive float64 loops: the output, grad_x and grad_weight. With
+// `set_mode`, once with it set to ConvDirect::always and once to never.
+void check_against_naive(const Problem& given, uint64_t seed,
+                         void (*set_mode)(cpu::ConvDirect) = nullptr) {
+    Problem p = expanded(given);
+    INFO("x " << text(p.x) << " w " << text(p.w));
+    for (DType dtype : {DType::float64, DType::float32}) {
+        double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
+        Tensor x = random_input(p.x, seed).to(dtype), w = random_input(p.w, seed + 1).to(dtype);
+        Tensor b = random_input({p.w[0]}, seed + 2).to(dtype);
+        Tensor r = random_input(p.y(), seed + 3).to(dtype);
+        Gradients want = reference_gradients(p, x, w, r);
+        std::vector<double> y_want = reference_forward(p, x, w, b);
+        std::vector<cpu::ConvDirect> modes = {cpu::ConvDirect::always, cpu::ConvDirect::never};
+        if (!set_mode) modes.resize(1);
+        for (cpu::ConvDirect mode : modes) {
+            if (set_mode) set_mode(mode);
+            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
+            Tensor y = run_conv(given, leaf, weight, b);
+            require_close(y, y_want, tolerance, tolerance);
+            sum(y * r).backward();
+            require_close(leaf.grad(), want.x, tolerance, tolerance);
+            require_close(weight.grad(), want.w, tolerance, tolerance);
+        }
+    }
+}
+
 }  // namespace
 
 TEST_CASE("conv: forward matches a naive loop for dense, grouped and depthwise problems",
@@ -319,23 +347,8 @@ TEST_CASE("conv: depthwise kernels match the naive loop on both paths, float32 a
                                  problem({1, 2, 11, 12}, {2, 1, 7, 7}, {1}, {3}, {1}, 2),
                                  problem({2, 3, 9, 8}, {3, 1, 3, 2}, {1}, {2}, {2, 3}, 3),
                                  problem({2, 3, 6, 7}, {3, 1, 3, 3}, {1}, {0}, {1}, 3),
-                                 problem({2, 3, 9, 70}, {3, 1, 3, 3}, {2}, {1}, {1}, 3)}) {
-        Problem p = expanded(given);
-        INFO("x " << text(p.x) << " w " << text(p.w));
-        for (DType dtype : {DType::float64, DType::float32}) {
-            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
-            Tensor x = random_input(p.x, 41).to(dtype), w = random_input(p.w, 42).to(dtype);
-            Tensor b = random_input({p.w[0]}, 43).to(dtype);
-            Tensor r = random_input(p.y(), 44).to(dtype);
-            Gradients want = reference_gradients(p, x, w, r);
-            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
-            Tensor y = run_conv(given, leaf, weight, b);
-            require_close(y, reference_forward(p, x, w, b), tolerance, tolerance);
-            sum(y * r).backward();
-            require_close(leaf.grad(), want.x, tolerance, tolerance);
-            require_close(weight.grad(), want.w, tolerance, tolerance);
-        }
-    }
+                                 problem({2, 3, 9, 70}, {3, 1, 3, 3}, {2}, {1}, {1}, 3)})
+        check_against_naive(given, 41);
 }
 
 TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and both gradients",
@@ -354,27 +367,8 @@ TEST_CASE("conv: the few-channel row kernels match the naive loop, forward and b
                                  problem({2, 6, 9, 16}, {3, 6, 3, 2}, {1}, {2, 1}, {2, 1}, 1),
                                  problem({3, 7, 5, 33}, {6, 7, 3, 3}, {1}, {0}, {1}, 1),
                                  problem({2, 4, 40}, {2, 4, 5}, {1}, {2}, {1}, 1),
-                                 problem({1, 2, 6, 24}, {4, 2, 3, 3}, {1}, {1}, {2}, 1)}) {
-        Problem p = expanded(given);
-        INFO("x " << text(p.x) << " w " << text(p.w));
-        for (DType dtype : {DType::float64, DType::float32}) {
-            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
-            Tensor x = random_input(p.x, 51).to(dtype), w = random_input(p.w, 52).to(dtype);
-            Tensor b = random_input({p.w[0]}, 53).to(dtype);
-            Tensor r = random_input(p.y(), 54).to(dtype);
-            Gradients want = reference_gradients(p, x, w, r);
-            std::vector<double> y_want = reference_forward(p, x, w, b);
-            for (cpu::ConvDirect mode : {cpu::ConvDirect::always, cpu::ConvDirect::never}) {
-                cpu::set_conv_direct(mode);
-                Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
-                Tensor y = run_conv(given, leaf, weight, b);
-                require_close(y, y_want, tolerance, tolerance);
-                sum(y * r).backward();
-                require_close(leaf.grad(), want.x, tolerance, tolerance);
-                require_close(weight.grad(), want.w, tolerance, tolerance);
-            }
-        }
-    }
+                                 problem({1, 2, 6, 24}, {4, 2, 3, 3}, {1}, {1}, {2}, 1)})
+        check_against_naive(given, 51, &cpu::set_conv_direct);
     // The default: a head's 2 classes 3x3 and 3x3x3, up to 8 channels with 27 taps, not 1x1,
     // strided, short rows or more channels.
     cpu::set_conv_direct(cpu::ConvDirect::automatic);
@@ -413,33 +407,17 @@ TEST_CASE("conv: Winograd F(2x2x2, 3x3x3) and F(2x2, 3x3) match the naive loop, 
         ~RestoreDefault() { cpu::set_conv_winograd(cpu::ConvDirect::automatic); }
     } restore;
     cpu::set_conv_winograd(cpu::ConvDirect::always);
-    for (const Problem& given :
-         {problem({2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
-          problem({1, 6, 4, 5, 37}, {7, 6, 3, 3, 3}, {1}, {1}, {1}, 1),
-          problem({1, 4, 6, 7, 8}, {2, 4, 3, 3, 3}, {1}, {0}, {1}, 1),
-          problem({1, 2, 3, 4, 5}, {6, 2, 3, 3, 3}, {1}, {2}, {1}, 1),
-          problem({2, 5, 4, 4, 33}, {1, 5, 3, 3, 3}, {1}, {1}, {1}, 1),
-          // F(2x2, 3x3): 2-D, and 3-D with a 1x3x3 kernel
-          problem({2, 3, 7, 9}, {5, 3, 3, 3}, {1}, {1}, {1}, 1),
-          problem({1, 7, 6, 35}, {6, 7, 3, 3}, {1}, {0}, {1}, 1),
-          problem({1, 2, 5, 6}, {3, 2, 3, 3}, {1}, {2}, {1}, 1),
-          problem({1, 3, 3, 5, 6}, {4, 3, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1)}) {
-        Problem p = expanded(given);
-        INFO("x " << text(p.x) << " w " << text(p.w));
-        for (DType dtype : {DType::float64, DType::float32}) {
-            double tolerance = dtype == DType::float64 ? 1e-10 : 1e-4;
-            Tensor x = random_input(p.x, 61).to(dtype), w = random_input(p.w, 62).to(dtype);
-            Tensor b = random_input({p.w[0]}, 63).to(dtype);
-            Tensor r = random_input(p.y(), 64).to(dtype);
-            Gradients want = reference_gradients(p, x, w, r);
-            Tensor leaf = x.detach().requires_grad_(), weight = w.detach().requires_grad_();
-            Tensor y = run_conv(given, leaf, weight, b);
-            require_close(y, reference_forward(p, x, w, b), tolerance, tolerance);
-            sum(y * r).backward();
-            require_close(leaf.grad(), want.x, tolerance, tolerance);
-            require_close(weight.grad(), want.w, tolerance, tolerance);
-        }
-    }
+    for (const Problem& given : {problem({2, 3, 5, 6, 7}, {5, 3, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 6, 4, 5, 37}, {7, 6, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 4, 6, 7, 8}, {2, 4, 3, 3, 3}, {1}, {0}, {1}, 1),
+                                 problem({1, 2, 3, 4, 5}, {6, 2, 3, 3, 3}, {1}, {2}, {1}, 1),
+                                 problem({2, 5, 4, 4, 33}, {1, 5, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 // F(2x2, 3x3): 2-D, and 3-D with a 1x3x3 kernel
+                                 problem({2, 3, 7, 9}, {5, 3, 3, 3}, {1}, {1}, {1}, 1),
+                                 problem({1, 7, 6, 35}, {6, 7, 3, 3}, {1}, {0}, {1}, 1),
+                                 problem({1, 2, 5, 6}, {3, 2, 3, 3}, {1}, {2}, {1}, 1),
+                                 problem({1, 3, 3, 5, 6}, {4, 3, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1)})
+        check_against_naive(given, 61);
 }
 
 TEST_CASE("conv: padding 'same' and 'valid' as in PyTorch", "[ops][conv]") {
