@@ -13,6 +13,7 @@ namespace lumen {
 
 // Gradient accumulation is the elementwise add of ops/ (the one place core calls into ops).
 Tensor add(const Tensor& a, const Tensor& b);
+void add_into(const Tensor& dst, const Tensor& src);
 
 namespace {
 thread_local bool grad_mode = true;
@@ -102,7 +103,15 @@ std::shared_ptr<Node> record_backward(const char* op, const std::vector<Tensor>&
 
 namespace {
 
-Tensor add_grads(const Tensor& a, const Tensor& b);
+// Whether only `t` sees its buffer (no other handle, view or saved alias), which may then
+// be written in place.
+bool owns_buffer(const Tensor& t) {
+    return t.impl().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
+}
+
+void accumulate(Tensor& slot, const Tensor& grad);
+bool accumulate_in_place(Node& node, std::unordered_map<Node*, Tensor>& pending,
+                         const Tensor& grad_out);
 
 struct EngineTask {
     std::vector<std::pair<std::shared_ptr<Node>, Tensor>> roots;      // node, grad of its output
@@ -119,19 +128,19 @@ void deliver_to_leaf(EngineTask& task, const std::shared_ptr<TensorImpl>& leaf, 
         auto it = task.capture_leaf.find(leaf.get());
         if (it == task.capture_leaf.end()) return;
         Tensor& slot = (*task.captured)[it->second];
-        slot = slot.defined() ? add_grads(slot, grad) : grad;
+        accumulate(slot, grad);
         return;
     }
     if (!leaf->grad) {
         // Take ownership only of a buffer nobody else can see, so a later in-place change of
         // one .grad() (clipping) cannot leak into another; otherwise keep a copy.
-        bool unique = grad.impl().use_count() == 1 && grad.storage().use_count() == 1 &&
-                      grad.is_contiguous();
-        leaf->grad = unique ? grad.impl() : grad.clone().impl();
+        leaf->grad = owns_buffer(grad) ? grad.impl() : grad.clone().impl();
         leaf->grad->grad_fn = nullptr;
         leaf->grad->requires_grad = false;
     } else {
-        leaf->grad = add_grads(Tensor(leaf->grad), grad).impl();
+        Tensor slot(std::move(leaf->grad));  // held here alone unless the user holds .grad()
+        accumulate(slot, grad);
+        leaf->grad = slot.impl();
     }
 }
 
@@ -175,7 +184,7 @@ void run_engine(EngineTask& task) {
     std::vector<Node*> ready;
     for (auto& [node, grad] : task.roots) {
         Tensor& slot = pending[node.get()];
-        slot = slot.defined() ? add_grads(slot, grad) : grad;
+        accumulate(slot, grad);
     }
     for (Node* node : seen)
         if (dependencies[node] == 0) ready.push_back(node);
@@ -192,11 +201,11 @@ void run_engine(EngineTask& task) {
         if (grad_out.defined()) {
             if (auto it = task.capture_node.find(node); it != task.capture_node.end()) {
                 Tensor& slot = (*task.captured)[it->second];
-                slot = slot.defined() ? add_grads(slot, grad_out) : grad_out;
+                accumulate(slot, grad_out);
             }
             profiler::NamedScope profile(
                 profiler::Kind::backward, [&] { return node->name() + " backward"; }, &grad_out);
-            grads = node->apply(grad_out);
+            if (!accumulate_in_place(*node, pending, grad_out)) grads = node->apply(grad_out);
             grad_out = Tensor();
         }
         const std::vector<Edge>& edges = node->inputs();
@@ -207,7 +216,7 @@ void run_engine(EngineTask& task) {
             if (edge.node) {
                 if (grad.defined()) {
                     Tensor& slot = pending[edge.node.get()];
-                    slot = slot.defined() ? add_grads(slot, grad) : grad;
+                    accumulate(slot, grad);
                 }
                 if (--dependencies[edge.node.get()] == 0) ready.push_back(edge.node.get());
             } else if (edge.leaf) {
@@ -219,7 +228,29 @@ void run_engine(EngineTask& task) {
     }
 }
 
-Tensor add_grads(const Tensor& a, const Tensor& b) { return add(a, b); }
+// slot += grad: in place when the slot owns its buffer, else into a new tensor (the slot's
+// buffer may be a gradient some other node also received, or a user's .grad()).
+void accumulate(Tensor& slot, const Tensor& grad) {
+    if (!slot.defined()) {
+        slot = grad;
+    } else if (owns_buffer(slot) && slot.shape() == grad.shape() && slot.dtype() == grad.dtype() &&
+               slot.device() == grad.device()) {
+        add_into(slot, grad);
+    } else {
+        slot = add(slot, grad);
+    }
+}
+
+// Runs node's AccumulateFn into the gradient pending for its one input, when that gradient
+// exists and can be written in place; false when the node must apply() instead.
+bool accumulate_in_place(Node& node, std::unordered_map<Node*, Tensor>& pending,
+                         const Tensor& grad_out) {
+    if (!node.accumulate() || node.inputs().size() != 1 || !node.inputs()[0].node) return false;
+    auto it = pending.find(node.inputs()[0].node.get());
+    if (it == pending.end() || !owns_buffer(it->second)) return false;
+    node.accumulate()(it->second, grad_out);
+    return true;
+}
 
 }  // namespace
 

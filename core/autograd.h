@@ -26,6 +26,9 @@ struct Edge {
 // Gradients for each input, in the order the inputs were recorded; an undefined Tensor means
 // "no gradient" (the input does not need one, or it is zero).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out)>;
+// For a node with one input whose gradient is zero but for the part grad_out lands in (a
+// slice): adds that part into `input_grad`, the input's whole gradient so far, in place.
+using AccumulateFn = std::function<void(const Tensor& input_grad, const Tensor& grad_out)>;
 
 class Node {
   public:
@@ -39,12 +42,21 @@ class Node {
         return i < inputs_.size() && (inputs_[i].node || inputs_[i].leaf);
     }
     std::vector<Tensor> apply(const Tensor& grad_out);
-    void release() { backward_ = nullptr; }  // frees the captured (saved) tensors
+    // The engine uses `accumulate` instead of apply when the input already has a gradient
+    // that nothing else holds: the chunks of a fused q/k/v projection then add their
+    // gradients into one buffer instead of each filling a zero tensor of the whole size.
+    void set_accumulate(AccumulateFn accumulate) { accumulate_ = std::move(accumulate); }
+    const AccumulateFn& accumulate() const { return accumulate_; }
+    void release() {  // frees the captured (saved) tensors
+        backward_ = nullptr;
+        accumulate_ = nullptr;
+    }
 
   private:
     std::string name_;
     std::vector<Edge> inputs_;
     BackwardFn backward_;
+    AccumulateFn accumulate_;
 };
 
 // Grad mode is per thread and on by default.

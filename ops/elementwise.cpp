@@ -175,6 +175,22 @@ Tensor add(const Tensor& a, const Tensor& b) {
     return out;
 }
 
+void add_into(const Tensor& dst, const Tensor& src) {
+    profiler::Scope profile(profiler::Kind::op, "add_into", dst);
+    LUMEN_CHECK(dst.defined() && src.defined(), "add_into", "got an undefined tensor");
+    check_same_device("add_into", {dst, src});
+    LUMEN_CHECK(dst.dtype() == src.dtype(), "add_into", "dtypes differ: ", dst.dtype(),
+                " += ", src.dtype());
+    for (int i = 0; i < dst.ndim(); ++i)
+        LUMEN_CHECK(dst.strides()[i] != 0 || dst.shape()[i] <= 1, "add_into", "dst of shape ",
+                    dst.shape(), " has stride 0 in dim ", i, ": an expanded view repeats elements");
+    // The output aliases the first operand element for element, which a map allows.
+    StridedView out = strided(dst, "add_into");
+    LUMEN_DISPATCH(dst, binary_forward, BinaryOp::add, out,
+                   strided_as(src, dst.shape(), "add_into"), out);
+    dst.storage()->bump_version();
+}
+
 Tensor sub(const Tensor& a, const Tensor& b) {
     Tensor x, y;
     Tensor out = binary_forward(BinaryOp::sub, "sub", a, b, x, y);

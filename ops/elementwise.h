@@ -53,6 +53,9 @@ Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);  // ties split the gradient equally
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, double b);
+// dst += src in place (src broadcasts to dst's shape, same dtype and device), never recorded:
+// the autograd engine's gradient accumulation into a buffer it alone holds.
+void add_into(const Tensor& dst, const Tensor& src);
 Tensor sub(const Tensor& a, double b);
 Tensor mul(const Tensor& a, double b);
 Tensor div(const Tensor& a, double b);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/autograd.h"
+#include "ops/elementwise.h"
 #include "ops/reduce.h"
 
 namespace lumen {
@@ -157,12 +158,17 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
     Tensor out = make_view(*this, new_shape, new_strides, storage_offset() + start * strides()[d]);
     Shape input_shape = shape();
     DType dtype = this->dtype();
-    // d slice(x) / dx: the gradient lands in the sliced positions of a zero tensor
-    record_backward("slice", {*this}, out, [=](const Tensor& grad_out) {
+    // d slice(x) / dx: the gradient lands in the sliced positions of a zero tensor, or is
+    // added there when x already has a gradient (the other chunks of a split)
+    auto node = record_backward("slice", {*this}, out, [=](const Tensor& grad_out) {
         Tensor grad = zeros(input_shape, dtype, grad_out.device());
         grad.slice(d, start, end, step).copy_(grad_out);
         return one(grad);
     });
+    if (node)
+        node->set_accumulate([=](const Tensor& input_grad, const Tensor& grad_out) {
+            add_into(input_grad.slice(d, start, end, step), grad_out);
+        });
     return out;
 }
 

@@ -2,6 +2,7 @@
 // retain_graph, no-grad, detach, grad(), and the version counter on saved tensors.
 #include <algorithm>
 
+#include "core/profiler.h"
 #include "nn/checkpoint.h"
 #include "support/gradcheck.h"
 
@@ -65,6 +66,87 @@ TEST_CASE("views and copies pass gradients through", "[core][autograd][views]") 
         auto parts = chunk(in[0], 3, -1);
         return add(mul(parts[0], parts[1]), sum(stack({parts[2], parts[2]}, 0), {0}));
     }, {random_input({2, 6}, 10)});
+}
+
+namespace {
+
+// Calls of `op` (an op, not a kernel) that `body` makes.
+int64_t op_calls(const std::function<void()>& body, const std::string& op) {
+    Profiler profile;
+    body();
+    profile.stop();
+    for (const Profiler::Row& row : profile.summary())
+        if (row.kind == profiler::Kind::op && row.name == op) return row.calls;
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("the chunks of one tensor add their gradients into one buffer",
+          "[core][autograd][views]") {
+    // Three chunks of a fused projection, each weighted: d loss / d x = 2 [a | b | c].
+    Tensor x = random_input({4, 6}, 21).requires_grad_();
+    Tensor weights = random_input({4, 6}, 22);
+    auto loss_of = [&](const Tensor& hidden) {
+        std::vector<Tensor> parts = chunk(hidden, 3, -1);
+        std::vector<Tensor> w = chunk(weights, 3, -1);
+        return add(add(sum(mul(parts[0], w[0])), sum(mul(parts[1], w[1]))),
+                   sum(mul(parts[2], w[2])));
+    };
+    std::vector<double> want;
+    for (double v : weights.to_vector<double>()) want.push_back(2 * v);
+    // The first chunk's backward makes the buffer; the other two add into it in place.
+    int64_t in_place = op_calls([&] { loss_of(mul(x, 2.0)).backward(); }, "add_into");
+    CHECK(in_place == 2);
+    require_close(x.grad(), want, 1e-12);
+    // A second backward adds into the .grad() it made (held by x alone) in place too.
+    CHECK(op_calls([&] { loss_of(mul(x, 2.0)).backward(); }, "add_into") == 3);
+    for (double& v : want) v *= 2;
+    require_close(x.grad(), want, 1e-12);
+
+    // When grad() captures the chunked tensor's gradient, that buffer is not written in place:
+    // the captured gradient is the whole one, not the first chunk's.
+    x.set_grad(Tensor());
+    Tensor hidden = mul(x, 2.0);
+    std::vector<Tensor> g = lumen::grad({loss_of(hidden)}, {hidden, x});
+    require_close(g[0], weights.to_vector<double>(), 1e-12);
+    for (double& v : want) v /= 2;
+    require_close(g[1], want, 1e-12);
+    // A user's handle on .grad() keeps its values: the next backward makes a new buffer.
+    loss_of(mul(x, 2.0)).backward();
+    Tensor held = x.grad();
+    loss_of(mul(x, 2.0)).backward();
+    require_close(held, want, 1e-12);
+    for (double& v : want) v *= 2;
+    require_close(x.grad(), want, 1e-12);
+
+    // add's backward hands one gradient tensor to both inputs; the slice must not add into it
+    // in place, or k's gradient would take the slice's part too. Both orders of the two terms.
+    for (bool slice_first : {false, true}) {
+        Tensor y = random_input({2, 4}, 24).requires_grad_();
+        Tensor w = random_input({2, 4}, 25), v = random_input({2, 2}, 26);
+        Tensor h = mul(y, 2.0), k = mul(y, 3.0);
+        Tensor whole = sum(mul(add(h, k), w)), part = sum(mul(h.narrow(1, 1, 2), v));
+        (slice_first ? add(part, whole) : add(whole, part)).backward();
+        std::vector<double> wv = w.to_vector<double>(), vv = v.to_vector<double>(), expect;
+        for (int64_t i = 0; i < 8; ++i) {
+            int64_t row = i / 4, col = i % 4;
+            double from_slice = col >= 1 && col < 3 ? vv[row * 2 + col - 1] : 0.0;
+            expect.push_back(5 * wv[i] + 2 * from_slice);
+        }
+        require_close(y.grad(), expect, 1e-12);
+    }
+
+    // Chunks of a tensor also used whole, and slices that overlap, against finite differences.
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+            Tensor h = tanh(in[0]);
+            std::vector<Tensor> parts = chunk(h, 3, -1);
+            Tensor overlap = h.narrow(1, 1, 3);
+            return add(add(sum(mul(parts[2], parts[0])), sum(mul(h, h))),
+                       add(sum(mul(overlap, parts[1].narrow(1, 0, 1))), sum(parts[1])));
+        },
+        {random_input({3, 6}, 23)});
 }
 
 TEST_CASE("the graph is freed after backward unless retained", "[core][autograd]") {
