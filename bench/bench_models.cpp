@@ -19,6 +19,7 @@
 //                     only; winograd-never: no Winograd; for A/B)
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -173,7 +174,10 @@ int main(int argc, char** argv) {
     std::string trace_dir;
     for (int i = 1; i < argc; ++i) profile = profile || std::strcmp(argv[i], "--profile") == 0;
     for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], "--trace") == 0) trace_dir = argv[i + 1];
+        if (std::strcmp(argv[i], "--trace") == 0) {
+            trace_dir = argv[i + 1];
+            std::filesystem::create_directories(trace_dir);  // as --out of bench/run.sh
+        }
     if (!profile)
         std::printf("# lumen model training steps, %d threads, median of up to %d repeats\n",
                     get_num_threads(), options.repeats);

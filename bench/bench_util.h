@@ -72,11 +72,20 @@ struct Options {
 };
 
 // Reads --threads N, --repeats R, --only name1,name2, --list and --device D; ignores anything
-// else. Asking for CUDA where there is none ends the process with a message (exit status 1).
+// else. Asking for CUDA where there is none ends the process with a message (exit status 1);
+// --help / -h says where the options are described, and exits, instead of running everything.
 inline Options parse_options(int argc, char** argv) {
     Options options;
     for (int i = 1; i < argc; ++i) {
         bool has_value = i + 1 < argc;
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::printf(
+                "%s: common options --threads N, --repeats R, --only NAME,NAME, --list, "
+                "--device cpu|cuda; the rest are in this program's source header "
+                "(bench/) and docs/benchmarks.md\n",
+                argv[0]);
+            std::exit(0);
+        }
         if (std::strcmp(argv[i], "--list") == 0) options.list = true;
         if (!has_value) continue;
         if (std::strcmp(argv[i], "--threads") == 0) options.threads = std::atoi(argv[i + 1]);
