@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
                                        : cpu::ConvDirect::automatic);
         }
     // --profile: where each selected step's time and memory go (lumen::Profiler's tables of one
-    // step after a warm-up step), instead of the timing.
+    // step after two warm-up steps: the allocator cache reaches its steady state only in the third,
+    // and the second still page-faults part of its activations in), instead of the timing.
     // --trace DIR also writes each profiled step's Chrome trace to DIR/NAME.json (every call
     // with its input shapes, for a per-shape breakdown).
     bool profile = false;
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
                 continue;
             }
             std::function<void()> step = setup();
+            step();
             step();
             Profiler profiler;
             step();
