@@ -7,26 +7,36 @@
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/parallel.h"
 #include "ops/random.h"
 
 namespace lumen::nn::init {
 
 namespace {
 
-// Copies `values` (row-major, t.numel() of them) into t without recording anything.
-void assign(const Tensor& t, const std::vector<double>& values) {
+// Maps each of `draws` (fresh float64 CPU values of t's shape) through f in place, in
+// parallel, and copies them into t without recording anything. f is a pure function of one
+// value, so the result does not depend on the thread count.
+template <typename F>
+void assign(const Tensor& t, const Tensor& draws, const F& f) {
+    double* values = draws.data_ptr<double>();
+    parallel_for(0, draws.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) values[i] = f(values[i]);
+    });
     NoGradGuard no_grad;
     Tensor target = t;
-    target.copy_(from_vector(values).reshape(t.shape()));
+    target.copy_(draws);
 }
 
 double normal_cdf(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
-// erfinv(y) for |y| < 1: Giles' single-precision approximation refined by two Newton steps
-// on erf, which brings it to double precision.
+// erfinv(y) for |y| < 1: Giles' single-precision approximation refined by Newton steps on
+// erf: one brings the central branch (|y| < 0.9966) within 1e-13 of the converged value, the
+// tail branch takes two (erf is flat there; it is 0.3% of the draws).
 double erfinv(double y) {
     double w = -std::log((1.0 - y) * (1.0 + y));
     double x;
+    const int newton_steps = w < 5.0 ? 1 : 2;
     if (w < 5.0) {
         w -= 2.5;
         double p = 2.81022636e-08;
@@ -43,7 +53,8 @@ double erfinv(double y) {
         x = p * y;
     }
     const double two_over_sqrt_pi = 1.1283791670955126;
-    for (int i = 0; i < 2; ++i) x -= (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
+    for (int i = 0; i < newton_steps; ++i)
+        x -= (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
     return x;
 }
 
@@ -62,15 +73,13 @@ double fan_for(const Tensor& t, const std::string& mode) {
 }  // namespace
 
 void uniform_(const Tensor& t, double a, double b, Generator* generator) {
-    std::vector<double> v = rand(t.shape(), DType::float64, generator).to_vector<double>();
-    for (double& x : v) x = a + (b - a) * x;
-    assign(t, v);
+    assign(t, rand(t.shape(), DType::float64, generator),
+           [=](double x) { return a + (b - a) * x; });
 }
 
 void normal_(const Tensor& t, double mean, double std, Generator* generator) {
-    std::vector<double> v = randn(t.shape(), DType::float64, generator).to_vector<double>();
-    for (double& x : v) x = mean + std * x;
-    assign(t, v);
+    assign(t, randn(t.shape(), DType::float64, generator),
+           [=](double x) { return mean + std * x; });
 }
 
 void trunc_normal_(const Tensor& t, double mean, double std, double a, double b,
@@ -79,13 +88,11 @@ void trunc_normal_(const Tensor& t, double mean, double std, double a, double b,
                 ", b = ", b, ", std = ", std);
     // Uniform on [cdf(a), cdf(b)] mapped through the inverse normal CDF.
     double low = normal_cdf((a - mean) / std), high = normal_cdf((b - mean) / std);
-    std::vector<double> v = rand(t.shape(), DType::float64, generator).to_vector<double>();
-    for (double& x : v) {
+    assign(t, rand(t.shape(), DType::float64, generator), [=](double x) {
         double u = 2.0 * (low + (high - low) * x) - 1.0;  // in [2 low - 1, 2 high - 1]
         u = std::min(std::max(u, -1.0 + 1e-16), 1.0 - 1e-16);
-        x = std::min(std::max(mean + std * std::sqrt(2.0) * erfinv(u), a), b);
-    }
-    assign(t, v);
+        return std::min(std::max(mean + std * std::sqrt(2.0) * erfinv(u), a), b);
+    });
 }
 
 void constant_(const Tensor& t, double value) {

@@ -175,6 +175,27 @@ TEST_CASE("initialisers follow torch.nn.init", "[nn][init]") {
     Tensor v = empty({200, 100});
     nn::init::trunc_normal_(v, 0.0, 0.02, -0.04, 0.04, &gen2);
     require_close(u, v, 0, 0);
+    // Wide bounds make it the inverse normal CDF of the uniform draws: the CDF of each value
+    // gives its draw back (float64; the tails beyond |y| = 0.9966 included), and the values do
+    // not depend on the threads that computed them.
+    Generator draws_gen(12), init_gen(12);
+    std::vector<double> draws = rand({100000}, DType::float64, &draws_gen).to_vector<double>();
+    Tensor wide = empty({100000}, DType::float64);
+    nn::init::trunc_normal_(wide, 0.0, 1.0, -1e9, 1e9, &init_gen);
+    std::vector<double> values = wide.to_vector<double>();
+    double worst = 0.0;
+    for (size_t i = 0; i < values.size(); ++i)
+        worst = std::max(worst,
+                         std::abs(0.5 * (1.0 + std::erf(values[i] / std::sqrt(2.0))) - draws[i]));
+    INFO("worst |cdf(value) - draw| " << worst);
+    CHECK(worst < 1e-13);
+    int threads = get_num_threads();
+    set_num_threads(1);
+    Generator one_thread_gen(12);
+    Tensor serial = empty({100000}, DType::float64);
+    nn::init::trunc_normal_(serial, 0.0, 1.0, -1e9, 1e9, &one_thread_gen);
+    set_num_threads(threads);
+    require_close(serial, wide, 0, 0);
     CHECK(nn::init::calculate_gain("tanh") == Approx(5.0 / 3.0));
     require_error([] { nn::init::calculate_gain("softsign"); }, {"[calculate_gain]", "softsign"});
     require_error([] { nn::init::xavier_uniform_(empty({3})); }, {"[init]", "[3]"});
