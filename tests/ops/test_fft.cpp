@@ -91,8 +91,9 @@ TEST_CASE("rfft: matches a naive DFT for any length, n and norm", "[ops][fft]") 
 
 TEST_CASE("rfft and irfft: long power-of-two lengths match the naive sums", "[ops][fft]") {
     // Powers of two >= 4 take the packed radix-4 (+ one radix-2) path: 2048 = 2 * 4^5 and
-    // 512 = 2 * 4^4 use both pass kinds.
-    for (int64_t n : {512, 2048}) {
+    // 512 = 2 * 4^4 use both pass kinds; 8192 (a complex length of 4096) has passes whose
+    // streams lie a multiple of 4 KiB apart, in the padded buffers.
+    for (int64_t n : {512, 2048, 8192}) {
         INFO("n " << n);
         Tensor x = random_input({1, n}, uint64_t(n));
         require_close(rfft(x), naive_rfft(x.to_vector<double>(), 1, n, n, 1.0), 1e-9, 1e-9);
@@ -101,6 +102,13 @@ TEST_CASE("rfft and irfft: long power-of-two lengths match the naive sums", "[op
         require_close(irfft(spectrum, n),
                       naive_irfft(spectrum.to_vector<double>(), 1, n / 2 + 1, n, 1.0 / n), 1e-9,
                       1e-12);
+    }
+    // The FFT convolution's length at L = 16384, and the next (odd log2 of the complex length):
+    // irfft inverts rfft.
+    for (int64_t n : {32768, 65536}) {
+        INFO("n " << n);
+        Tensor signal = random_input({2, n}, uint64_t(n));
+        require_close(irfft(rfft(signal), n), signal, 1e-10, 1e-12);
     }
 }
 
