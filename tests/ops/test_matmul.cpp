@@ -119,6 +119,28 @@ TEST_CASE("matmul: size-0 and size-1 dims", "[ops][matmul]") {
     }
 }
 
+TEST_CASE("matmul: small float products skip Eigen's packing and still match the reference",
+          "[ops][matmul]") {
+    // Under 300,000 multiply-adds with unit-stride rows of b, 16 columns or more: six rows of a
+    // by 16 columns of b in registers, the last columns zero-padded.
+    auto f32 = [](const Shape& shape, uint64_t seed) {
+        return random_input(shape, seed).to(DType::float32);
+    };
+    check_against_reference(f32({64, 64}, 1), f32({64, 64}, 2), 1e-5);
+    check_against_reference(f32({13, 7}, 3), f32({7, 37}, 4), 1e-5);  // 6 + 6 + 1 rows, 5 left
+    check_against_reference(f32({1, 20}, 5), f32({20, 16}, 6), 1e-5);
+    check_against_reference(f32({6, 1}, 7), f32({1, 16}, 8), 1e-5);
+    check_against_reference(f32({8, 11, 32}, 9), f32({8, 32, 32}, 10), 1e-5);  // per head
+    check_against_reference(f32({9, 13}, 11).t(), f32({9, 40}, 12), 1e-5);     // a transposed
+    check_against_reference(f32({5, 9}, 13), f32({9, 50}, 14).narrow(1, 3, 40),
+                            1e-5);  // b rows 50 apart
+    require_close(matmul(ones({5, 0}), ones({0, 20})), std::vector<double>(100, 0.0));
+    // A bias, with a weight whose transpose has unit-stride rows (linear's x @ w^T).
+    Tensor x = f32({10, 12}, 15), w_t = f32({12, 33}, 16), bias = f32({33}, 17);
+    Tensor want = add(reference_matmul(x, w_t), bias.to(DType::float64));
+    require_close(linear(x, w_t.t(), bias), want.to_vector<double>(), 1e-5, 1e-5);
+}
+
 TEST_CASE("matmul: large and many-batch products match the reference for any thread count",
           "[ops][matmul]") {
     // Big enough for Eigen's blocked, multithreaded GEMM; many small batches take the
