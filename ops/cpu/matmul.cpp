@@ -2,6 +2,7 @@
 // row-major or a column-major (= transposed row-major) Eigen::Map, so transposed views cost no
 // copy. Many products run in parallel over the batch; a single large product is split into
 // one panel per thread. Eigen itself always runs single-threaded (see gemm_split for why).
+// Small float products skip Eigen for register tiles of their own (small_gemm).
 
 // Tune this file's code generically. With -march=native on AMD Zen 3, GCC 12 tunes for znver3,
 // which makes Eigen's GEMM inner kernel about 30% slower (SGEMM n = 1024, one thread: ~62

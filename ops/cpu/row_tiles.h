@@ -1,5 +1,5 @@
-// Register tiles shared by the direct row kernels (ops/cpu/conv_rows.cpp) and the Winograd
-// convolution (ops/cpu/conv_winograd.cpp): kLanes values as one vector (GCC and Clang vector
+// Register tiles shared by the direct row kernels (ops/cpu/conv_rows.cpp), the Winograd
+// convolution (ops/cpu/conv_winograd.cpp) and small GEMMs (ops/cpu/matmul.cpp): kLanes values as one vector (GCC and Clang vector
 // extensions: one AVX2 register for float, two for double; SSE registers in a generic build),
 // and a multiply-add tile of up to 8 such vectors held in registers.
 #pragma once
