@@ -261,7 +261,7 @@ void winograd_forward_typed(const T* x, const T* weight, const T* bias, T* y, co
                 for (int64_t k0 = 0; k0 < cout; k0 += kTileChannels) {
                     GemmTile<T> tile = gemm_tile_for<T>(std::min(kTileChannels, cout - k0));
                     for (int64_t e = 0; e < used; e += kTileWidth)
-                        tile(u.data() + point * cin * cout + k0, cout,
+                        tile(u.data() + point * cin * cout + k0, cout, 1,
                              v.data() + point * cin * width + e, width, cin,
                              m.data() + (point * cout + k0) * width + e, width);
                 }

@@ -103,15 +103,14 @@ bool small_gemm_applies(const Problem<T>& p) {
 
 // out = a @ b (+ bias) for a small product, without Eigen's packing and blocking, which at
 // 64 x 64 x 64 cost about as much as the multiply-adds (sgemm_64 ran at 53-61 GFLOP/s against
-// 75-92 for PyTorch's OpenBLAS): six rows of a at a time, transposed into a k x 6 panel, times
-// 16-column blocks of b in registers (row_tiles.h's gemm_tile). b's columns past the last
-// whole block go through the same tile from a zero-padded copy.
+// 75-92 for PyTorch's OpenBLAS): six rows of a at a time, read in place, times 16-column blocks
+// of b in registers (row_tiles.h's gemm_tile). b's columns past the last whole block go through
+// the same tile from a zero-padded copy.
 template <typename T>
 void small_gemm(const Problem<T>& p, const T* a, const T* b, T* out) {
     constexpr int64_t kRows = 6, kWidth = 2 * kLanes;
-    thread_local std::vector<T> panel, tail;
-    panel.resize(size_t(p.k * kRows));
     const int64_t whole = p.m / kWidth * kWidth, rest = p.m - whole;
+    thread_local std::vector<T> tail;
     if (rest > 0) {
         tail.assign(size_t(p.k * kWidth), T(0));
         for (int64_t r = 0; r < p.k; ++r)
@@ -120,16 +119,14 @@ void small_gemm(const Problem<T>& p, const T* a, const T* b, T* out) {
     }
     for (int64_t i0 = 0; i0 < p.n; i0 += kRows) {
         const int64_t rows = std::min(kRows, p.n - i0);
-        for (int64_t r = 0; r < p.k; ++r)
-            for (int64_t j = 0; j < rows; ++j)
-                panel[size_t(r * kRows + j)] = a[(i0 + j) * p.a_strides[0] + r * p.a_strides[1]];
+        const T* a_rows = a + i0 * p.a_strides[0];
         GemmTile<T> tile = gemm_tile_for<T>(rows);
         T* c = out + i0 * p.m;
         for (int64_t j0 = 0; j0 < whole; j0 += kWidth)
-            tile(panel.data(), kRows, b + j0, p.b_strides[0], p.k, c + j0, p.m);
+            tile(a_rows, p.a_strides[1], p.a_strides[0], b + j0, p.b_strides[0], p.k, c + j0, p.m);
         if (rest > 0) {
             T last[kRows * kWidth];
-            tile(panel.data(), kRows, tail.data(), kWidth, p.k, last, kWidth);
+            tile(a_rows, p.a_strides[1], p.a_strides[0], tail.data(), kWidth, p.k, last, kWidth);
             for (int64_t j = 0; j < rows; ++j)
                 std::copy(last + j * kWidth, last + j * kWidth + rest, c + j * p.m + whole);
         }

@@ -78,12 +78,13 @@ void register_tile(const T* rows, const int64_t* offsets, int64_t kernel_rows, i
             *reinterpret_cast<Unaligned*>(acc + j * acc_stride + k * B) = a[j][k];
 }
 
-// c[j][0..NB kLanes) = sum over r < k of a[r a_stride + j] b[r b_stride + 0..NB kLanes) for CO
-// columns j of a: a GEMM tile (C = A^T B, A k x CO, B k x NB kLanes) in registers, with none of
-// register_tile's kernel rows and taps.
+// c[j][0..NB kLanes) = sum over r < k of a[r a_stride + j a_step] b[r b_stride + 0..NB kLanes)
+// for CO columns j of a: a GEMM tile (C = A^T B, A k x CO, B k x NB kLanes) in registers, with
+// none of register_tile's kernel rows and taps. a_step 1: A^T's rows are packed; a_stride 1 and
+// a_step = a row-major matrix's row stride: C = A B for CO rows of A, read in place.
 template <typename T, int CO, int NB>
-void gemm_tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64_t k, T* c,
-               int64_t c_stride) {
+void gemm_tile(const T* a, int64_t a_stride, int64_t a_step, const T* b, int64_t b_stride,
+               int64_t k, T* c, int64_t c_stride) {
     using V = typename BlockOf<T>::type;
     using Unaligned = typename BlockOf<T>::unaligned;
     V sum[CO][NB] = {};
@@ -93,7 +94,7 @@ void gemm_tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64
         for (int i = 0; i < NB; ++i) x[i] = *reinterpret_cast<const Unaligned*>(b + i * kLanes);
 #pragma GCC unroll 8
         for (int j = 0; j < CO; ++j) {
-            const T v = a[j];
+            const T v = a[j * a_step];
             const V aj = {v, v, v, v, v, v, v, v};
 #pragma GCC unroll 8
             for (int i = 0; i < NB; ++i) sum[j][i] += aj * x[i];
@@ -107,7 +108,7 @@ void gemm_tile(const T* a, int64_t a_stride, const T* b, int64_t b_stride, int64
 }
 
 template <typename T>
-using GemmTile = void (*)(const T*, int64_t, const T*, int64_t, int64_t, T*, int64_t);
+using GemmTile = void (*)(const T*, int64_t, int64_t, const T*, int64_t, int64_t, T*, int64_t);
 // gemm_tile for co = 1..6 columns of A, 2 blocks wide.
 template <typename T>
 GemmTile<T> gemm_tile_for(int64_t co) {
